@@ -1,0 +1,213 @@
+/*-------------------------------------------------------------------------
+ *
+ * eddy.h
+ *	  Shared types, limits and entry points of the eddy extension.
+ *
+ * The extension adds a planner hook that replaces select-project-join
+ * blocks by a CustomScan "Eddy" node.  The eddy reads tuples from its
+ * source scans and routes each of them through a set of modules (for now:
+ * selection operators), recomputing its routing decisions every
+ * eddy.reopt_frequency tuples from what it observes: the adaptive query
+ * processing of Avnur & Hellerstein (SIGMOD 2000), built inside PostgreSQL
+ * the way Deshpande's overhead study (SIGMOD Record 2004) did for
+ * TelegraphCQ.
+ *
+ * Files: init.c (module load), guc.c (settings), delay.c (the delay() SQL
+ * function), planner.c (hooks and eligibility), plan.c (CustomPath ->
+ * CustomScan), exec.c (the executor node and EXPLAIN), routing.c (routing
+ * tables and policies), mod_selection.c (selection operators).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef EDDY_H
+#define EDDY_H
+
+#include "postgres.h"
+
+#if PG_VERSION_NUM < 150000 || PG_VERSION_NUM >= 160000
+#error "eddy targets PostgreSQL 15 only"
+#endif
+
+#include "nodes/execnodes.h"
+#include "nodes/extensible.h"
+#include "nodes/pathnodes.h"
+#include "common/pg_prng.h"
+#include "executor/executor.h"
+
+/* Names under which the custom path/scan/state methods are registered */
+#define EDDY_NODE_NAME				"Eddy"
+
+/*
+ * Limits.  Routing tables are indexed by the done bitmap of a tuple, so the
+ * number of selection operators of one eddy is bounded; a block with more
+ * routable predicates keeps the vanilla plan.
+ */
+#define EDDY_MAX_SELECTIONS			12
+
+/* GUC ranges and defaults (guc.c) */
+#define EDDY_DEFAULT_REOPT_FREQUENCY	100
+#define EDDY_MIN_REOPT_FREQUENCY		1
+#define EDDY_MAX_REOPT_FREQUENCY		1000000000
+#define EDDY_DEFAULT_LOTTERY_WINDOW		0	/* 0: tickets never forgotten */
+#define EDDY_MAX_LOTTERY_WINDOW			1000000000
+#define EDDY_DEFAULT_SELECTION_MIN_COST	0.01	/* 4 x cpu_operator_cost */
+#define EDDY_MAX_SELECTION_MIN_COST		1000.0
+
+typedef enum EddyRoutingPolicy
+{
+	EDDY_POLICY_RANK,			/* rank ordering on observed cost/selectivity */
+	EDDY_POLICY_LOTTERY,		/* lottery scheduling (optionally windowed) */
+	EDDY_POLICY_FIXED,			/* PostgreSQL's order: non-adaptive baseline */
+	EDDY_POLICY_RANDOM			/* uniform among eligible operators */
+} EddyRoutingPolicy;
+
+/* guc.c */
+extern bool eddy_enabled;
+extern int	eddy_reopt_frequency;
+extern int	eddy_routing_policy;
+extern int	eddy_lottery_window;
+extern double eddy_selection_min_cost;
+extern void EddyGucInit(void);
+extern const char *EddyPolicyName(EddyRoutingPolicy policy);
+
+/* planner.c */
+extern void EddyPlannerInit(void);
+extern int	EddyUserSecurityLevel(List *clauses);
+extern bool EddyClauseIsCandidate(PlannerInfo *root, RestrictInfo *rinfo,
+								  int user_level);
+
+/* plan.c */
+extern void EddyPlanInit(void);
+extern Path *EddyCreatePath(PlannerInfo *root, RelOptInfo *rel, Path *child,
+							PathTarget *source_target);
+
+/* exec.c */
+extern void EddyExecInit(void);
+
+/*
+ * A selection operator at run time: one predicate, its prerequisites, and
+ * what the eddy observed of it.  The counters feed EXPLAIN ANALYZE (totals)
+ * and the routing policy (routing.c keeps decayed copies).
+ */
+typedef struct EddyOperator
+{
+	ExprState  *qual;			/* predicate over the source's tuple */
+	Expr	   *expr;			/* the same, for EXPLAIN */
+	uint32		prereq;			/* operators that must have passed first */
+	double		est_sel;		/* planner's selectivity: the prior */
+	double		est_cost_ns;	/* planner's cost, in ns: the prior */
+
+	/* totals since the scan began (hot path: plain increments) */
+	uint64		tuples_in;
+	uint64		tuples_out;
+	uint64		tuples_first;	/* tuples for which it was the first choice */
+	uint64		cost_samples;	/* timed evaluations */
+	double		cost_ns;		/* their summed time */
+	int			sample_countdown;	/* evaluations until the next timed one */
+
+	/* policy state, updated at each recomputation (routing.c) */
+	uint64		seen_in;		/* totals at the previous recomputation */
+	uint64		seen_out;
+	uint64		seen_samples;
+	double		seen_ns;
+	double		w_in;			/* exponentially decayed statistics */
+	double		w_out;
+	double		w_samples;
+	double		w_ns;
+	int64		ticket_base;	/* lottery: (in - out) where the window began */
+	int64		ticket_next_base;	/* ... and where the current one began */
+	double		score;			/* rank or lottery weight; higher goes first */
+} EddyOperator;
+
+/* One run of the routing history: first choice and tuples routed under it */
+typedef struct EddyHistoryRun
+{
+	int			op;
+	uint64		tuples;
+} EddyHistoryRun;
+
+#define EDDY_ROUTE_OUTPUT		0xFF	/* routing table entry: emit the tuple */
+#define EDDY_MAX_HISTORY_RUNS	1000
+
+/*
+ * The router: routing table indexed by a tuple's done bitmap, plus the
+ * policy that fills it.  Entries are filled lazily: an entry whose epoch is
+ * not the current one is recomputed on first use, so a recomputation costs
+ * O(operators) however many signatures exist.
+ */
+typedef struct EddyRouter
+{
+	int			nops;
+	EddyOperator *ops;
+	EddyRoutingPolicy policy;
+	int			reopt_frequency;
+	int			lottery_window;
+	uint8	   *route;			/* [1 << nops] next operator or OUTPUT */
+	uint32	   *route_epoch;	/* [1 << nops] epoch of each entry */
+	uint32		epoch;
+	uint64		routed;			/* tuples routed so far */
+	int64		until_reopt;	/* tuples until the next recomputation */
+	uint64		recomputations;
+	uint64		stats_routed;	/* routed at the last statistics update */
+	uint64		window_start;	/* lottery: routed when the window began */
+	uint64		epoch_start;	/* routed when the current epoch began */
+	int			epoch_first;	/* first choice of the current epoch, or -1 */
+	pg_prng_state rng;
+	EddyHistoryRun *history;
+	int			nhistory;
+	bool		history_truncated;
+} EddyRouter;
+
+/* routing.c */
+extern void EddyRouterInit(EddyRouter *router, EddyOperator *ops, int nops,
+						   EddyRoutingPolicy policy, int reopt_frequency,
+						   int lottery_window, uint64 seed);
+extern int	EddyRouterChoose(EddyRouter *router, uint32 done);
+extern void EddyRouterReoptimize(EddyRouter *router);
+extern void EddyRouterCloseEpoch(EddyRouter *router);
+
+/* Next operator for a tuple whose done bitmap is done: one array lookup. */
+static inline int
+EddyRoute(EddyRouter *router, uint32 done)
+{
+	if (unlikely(router->route_epoch[done] != router->epoch))
+		return EddyRouterChoose(router, done);
+	return router->route[done];
+}
+
+/* mod_selection.c */
+extern bool EddyExprMayRaise(Node *expr);
+extern void EddySelectionInit(EddyOperator *op, Expr *expr, uint32 prereq,
+							  double est_sel, double est_cost,
+							  PlanState *parent);
+extern bool EddySelectionEvalTimed(EddyOperator *op, ExprContext *econtext);
+
+#define EDDY_COST_SAMPLE_INTERVAL	32	/* time one evaluation in this many */
+
+/* Evaluate a selection on econtext's scan tuple, sampling its cost. */
+static inline bool
+EddySelectionEval(EddyOperator *op, ExprContext *econtext)
+{
+	if (unlikely(--op->sample_countdown <= 0))
+		return EddySelectionEvalTimed(op, econtext);
+	return ExecQual(op->qual, econtext);
+}
+
+/*
+ * custom_private of an Eddy CustomScan: a List indexed by this enum (the
+ * postgres_fdw convention).  Every element survives copyObject: Integer and
+ * Float nodes, and Lists of them.  custom_exprs holds the selection
+ * predicates, in PostgreSQL's evaluation order, one per operator.
+ */
+enum EddyPrivateIndex
+{
+	/* List of Integer: per operator, bitmap of operators that must precede it */
+	EddyPrivPrerequisites,
+	/* List of Float: per operator, the planner's selectivity estimate */
+	EddyPrivEstSelectivity,
+	/* List of Float: per operator, the planner's per-tuple cost estimate */
+	EddyPrivEstCost,
+	EddyPrivNumItems
+};
+
+#endif							/* EDDY_H */

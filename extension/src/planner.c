@@ -1,0 +1,246 @@
+/*-------------------------------------------------------------------------
+ *
+ * planner.c
+ *	  Planner hooks: where an eddy may replace part of a plan.
+ *
+ * A single-relation select-project-join block (a query level with one base
+ * relation) whose restriction clauses include at least two selection
+ * operators gets an EddyPath over each of the relation's own scan paths.
+ * A predicate is a selection operator when its estimated per-tuple cost is
+ * at least eddy.selection_min_cost and it belongs to the block's user
+ * predicates (the highest security level: row-level security quals and the
+ * quals of security-barrier views stay on the scan, so they run first, as
+ * PostgreSQL runs them).  Cheaper predicates stay on the scan.
+ *
+ * The EddyPath replaces the relation's paths rather than competing with
+ * them on cost: once the block qualifies and the extension is created in
+ * the current database, the eddy is what the user asked for.  Each scan
+ * path is kept as a possible source (so sort orders and index scans that
+ * PostgreSQL found remain available); parameterized paths are dropped, and
+ * so are partial paths, because a Gather over a parallel scan would bypass
+ * the eddy.
+ *
+ * Whatever the eddy cannot handle keeps the vanilla plan, and the reason is
+ * logged at DEBUG1: inheritance and partitioned tables, foreign tables and
+ * other relation kinds, the target relation of a data-modifying statement,
+ * row marks (FOR UPDATE/SHARE), LATERAL references, WHERE CURRENT OF, and
+ * more routable predicates than EDDY_MAX_SELECTIONS.
+ *
+ * The hooks are chained to whatever was installed before us.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "eddy.h"
+
+#include "catalog/pg_class.h"
+#include "commands/extension.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/cost.h"
+#include "optimizer/optimizer.h"
+#include "optimizer/pathnode.h"
+#include "optimizer/paths.h"
+#include "optimizer/tlist.h"
+#include "utils/lsyscache.h"
+
+static set_rel_pathlist_hook_type prev_set_rel_pathlist_hook = NULL;
+
+static void eddy_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel,
+								  Index rti, RangeTblEntry *rte);
+
+void
+EddyPlannerInit(void)
+{
+	prev_set_rel_pathlist_hook = set_rel_pathlist_hook;
+	set_rel_pathlist_hook = eddy_set_rel_pathlist;
+}
+
+/*
+ * Is the extension created in the current database?  The hook only acts
+ * there.  The lookup is an index probe of pg_extension; it runs only for
+ * blocks that would otherwise get an eddy.
+ */
+static bool
+eddy_extension_created(void)
+{
+	return OidIsValid(get_extension_oid("eddy", true));
+}
+
+static bool
+contain_current_of_walker(Node *node, void *context)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, CurrentOfExpr))
+		return true;
+	return expression_tree_walker(node, contain_current_of_walker, context);
+}
+
+/*
+ * Why this relation's block cannot have an eddy, or NULL if it can.
+ */
+static const char *
+eddy_unsupported_reason(PlannerInfo *root, RelOptInfo *rel, Index rti,
+						RangeTblEntry *rte)
+{
+	ListCell   *lc;
+
+	if (rte->inh)
+		return "inheritance and partitioned tables are not supported";
+	if (rte->relkind != RELKIND_RELATION && rte->relkind != RELKIND_MATVIEW)
+		return "only tables and materialized views are supported";
+	if (root->parse->resultRelation == (int) rti)
+		return "the relation is the target of a data-modifying statement";
+	if (root->rowMarks != NIL)
+		return "the query has row marks (FOR UPDATE/SHARE or a data-modifying statement)";
+	if (!bms_is_empty(rel->lateral_relids))
+		return "the relation has LATERAL references";
+	foreach(lc, rel->baserestrictinfo)
+	{
+		RestrictInfo *rinfo = lfirst_node(RestrictInfo, lc);
+
+		if (contain_current_of_walker((Node *) rinfo->clause, NULL))
+			return "WHERE CURRENT OF";
+	}
+	return NULL;
+}
+
+/*
+ * Highest security level among the relation's (non-pseudoconstant)
+ * restriction clauses: the level of the user's own predicates.
+ */
+int
+EddyUserSecurityLevel(List *clauses)
+{
+	ListCell   *lc;
+	Index		level = 0;
+
+	foreach(lc, clauses)
+	{
+		RestrictInfo *rinfo = lfirst_node(RestrictInfo, lc);
+
+		if (!rinfo->pseudoconstant && rinfo->security_level > level)
+			level = rinfo->security_level;
+	}
+	return (int) level;
+}
+
+/*
+ * May this restriction clause become a selection operator?  It must be a
+ * user predicate (highest security level), not a pseudoconstant (those
+ * become a gating Result), free of PlaceHolderVars, and at least
+ * eddy.selection_min_cost per tuple.
+ */
+bool
+EddyClauseIsCandidate(PlannerInfo *root, RestrictInfo *rinfo, int user_level)
+{
+	QualCost	cost;
+	List	   *vars;
+	ListCell   *lc;
+
+	if (rinfo->pseudoconstant)
+		return false;
+	if ((int) rinfo->security_level != user_level)
+		return false;
+	vars = pull_var_clause((Node *) rinfo->clause, PVC_INCLUDE_PLACEHOLDERS);
+	foreach(lc, vars)
+	{
+		if (!IsA(lfirst(lc), Var))
+			return false;		/* a PlaceHolderVar: leave it to the scan */
+	}
+	cost_qual_eval_node(&cost, (Node *) rinfo, root);
+	return cost.per_tuple + cost.startup >= eddy_selection_min_cost;
+}
+
+static void
+eddy_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
+					  RangeTblEntry *rte)
+{
+	const char *reason;
+	int			user_level;
+	int			ncandidates = 0;
+	ListCell   *lc;
+	PathTarget *source_target;
+	List	   *source_vars;
+	List	   *new_pathlist = NIL;
+
+	if (prev_set_rel_pathlist_hook)
+		prev_set_rel_pathlist_hook(root, rel, rti, rte);
+
+	if (!eddy_enabled)
+		return;
+	if (rel->reloptkind != RELOPT_BASEREL || rte->rtekind != RTE_RELATION)
+		return;
+	/* multi-relation blocks are joins, not selection-only eddies */
+	if (bms_membership(root->all_baserels) != BMS_SINGLETON)
+		return;
+	if (rel->baserestrictinfo == NIL || IS_DUMMY_REL(rel))
+		return;
+
+	user_level = EddyUserSecurityLevel(rel->baserestrictinfo);
+	foreach(lc, rel->baserestrictinfo)
+	{
+		if (EddyClauseIsCandidate(root, lfirst_node(RestrictInfo, lc), user_level))
+			ncandidates++;
+	}
+	if (ncandidates < 2)
+	{
+		elog(DEBUG1, "eddy: not used for relation \"%s\": fewer than two selection operators",
+			 get_rel_name(rte->relid));
+		return;
+	}
+	if (ncandidates > EDDY_MAX_SELECTIONS)
+	{
+		elog(DEBUG1, "eddy: not used for relation \"%s\": %d selection operators, more than the maximum of %d",
+			 get_rel_name(rte->relid), ncandidates, EDDY_MAX_SELECTIONS);
+		return;
+	}
+	reason = eddy_unsupported_reason(root, rel, rti, rte);
+	if (reason != NULL)
+	{
+		elog(DEBUG1, "eddy: not used for relation \"%s\": %s",
+			 get_rel_name(rte->relid), reason);
+		return;
+	}
+	if (!eddy_extension_created())
+		return;
+
+	/*
+	 * The source scan must return every column the block needs above it and
+	 * every column its routed predicates read: the eddy evaluates them on
+	 * the source's tuples.
+	 */
+	source_target = copy_pathtarget(rel->reltarget);
+	source_vars = NIL;
+	foreach(lc, rel->baserestrictinfo)
+	{
+		RestrictInfo *rinfo = lfirst_node(RestrictInfo, lc);
+
+		if (EddyClauseIsCandidate(root, rinfo, user_level))
+			source_vars = list_concat(source_vars,
+									  pull_var_clause((Node *) rinfo->clause, 0));
+	}
+	foreach(lc, source_vars)
+	{
+		if (!list_member(source_target->exprs, lfirst(lc)))
+			add_column_to_pathtarget(source_target, (Expr *) lfirst(lc), 0);
+	}
+	set_pathtarget_cost_width(root, source_target);
+
+	foreach(lc, rel->pathlist)
+	{
+		Path	   *child = (Path *) lfirst(lc);
+
+		if (child->param_info != NULL)
+			continue;
+		new_pathlist = lappend(new_pathlist,
+							   EddyCreatePath(root, rel, child, source_target));
+	}
+	if (new_pathlist == NIL)
+	{
+		elog(DEBUG1, "eddy: not used for relation \"%s\": no unparameterized scan path",
+			 get_rel_name(rte->relid));
+		return;
+	}
+	rel->pathlist = new_pathlist;
+	rel->partial_pathlist = NIL;
+}
