@@ -1,0 +1,43 @@
+-- eddy.* settings: defaults, valid values, and the errors for invalid ones
+SHOW eddy.enabled;
+SHOW eddy.reopt_frequency;
+SHOW eddy.routing_policy;
+SHOW eddy.lottery_window;
+SHOW eddy.selection_min_cost;
+
+SET eddy.reopt_frequency = 1;
+SHOW eddy.reopt_frequency;
+SET eddy.reopt_frequency = 0;
+SET eddy.reopt_frequency = -5;
+SET eddy.reopt_frequency = 'often';
+RESET eddy.reopt_frequency;
+
+SET eddy.routing_policy = lottery;
+SHOW eddy.routing_policy;
+SET eddy.routing_policy = fixed;
+SET eddy.routing_policy = random;
+SET eddy.routing_policy = 'RANK';
+SHOW eddy.routing_policy;
+SET eddy.routing_policy = fastest;
+
+SET eddy.lottery_window = 1000;
+SET eddy.lottery_window = -1;
+RESET eddy.lottery_window;
+
+SET eddy.selection_min_cost = 0;
+SET eddy.selection_min_cost = -0.5;
+SET eddy.selection_min_cost = 5000;
+RESET eddy.selection_min_cost;
+
+SET eddy.enabled = off;
+SHOW eddy.enabled;
+SET eddy.enabled = maybe;
+RESET eddy.enabled;
+
+-- the prefix is reserved: a misspelt setting is an error, not a placeholder
+SET eddy.reopt_frequncy = 10;
+SET eddy.no_such_setting = on;
+
+-- every setting is listed with a description
+SELECT name, setting, context, vartype
+FROM pg_settings WHERE name LIKE 'eddy.%' ORDER BY name;

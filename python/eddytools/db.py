@@ -1,0 +1,67 @@
+"""Small query-runner helpers over psycopg 3 (in the spirit of Citus's common.py)."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import psycopg
+from psycopg import sql
+
+
+def connect(dsn: str, autocommit: bool = True) -> psycopg.Connection:
+    return psycopg.connect(dsn, autocommit=autocommit)
+
+
+def sql_value(conn: psycopg.Connection, query: str, params: Any = None) -> Any:
+    """The single value of a one-row, one-column query."""
+    row = conn.execute(query, params).fetchone()
+    if row is None:
+        raise LookupError(f"no row from {query!r}")
+    return row[0]
+
+
+def set_gucs(conn: psycopg.Connection, **settings: Any) -> None:
+    """SET each eddy.<name> (or a full dotted name given with '__') for the session."""
+    for name, value in settings.items():
+        guc = name.replace("__", ".") if "__" in name else f"eddy.{name}"
+        conn.execute(
+            sql.SQL("SELECT set_config({}, {}, false)").format(
+                sql.Literal(guc), sql.Literal(str(value))
+            )
+        )
+
+
+def explain_json(conn: psycopg.Connection, query: str, *, analyze: bool = False,
+                 verbose: bool = False, params: Any = None) -> dict:
+    """The top plan node of EXPLAIN (FORMAT JSON) as a dict."""
+    options = ["FORMAT JSON", "COSTS OFF"]
+    if analyze:
+        options += ["ANALYZE", "TIMING OFF", "SUMMARY OFF"]
+    if verbose:
+        options.append("VERBOSE")
+    raw = conn.execute(f"EXPLAIN ({', '.join(options)}) {query}", params).fetchone()[0]
+    doc = raw if isinstance(raw, list) else json.loads(raw)
+    return doc[0]["Plan"]
+
+
+def plan_nodes(plan: dict) -> Iterator[dict]:
+    """Every node of a JSON plan, depth first (subplans and init plans included)."""
+    yield plan
+    for child in plan.get("Plans", []):
+        yield from plan_nodes(child)
+
+
+def eddy_nodes(plan: dict) -> list[dict]:
+    return [n for n in plan_nodes(plan) if n.get("Custom Plan Provider") == "Eddy"]
+
+
+def _sort_key(value: Any) -> tuple:
+    return (value is None, str(type(value)), repr(value))
+
+
+def multiset(rows: Iterable[tuple]) -> Counter:
+    """Rows as a multiset: equal for equal query results in any order."""
+    return Counter(tuple(_sort_key(v) for v in row) for row in rows)

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# tests/run-tests.sh: run every test against throwaway servers (called by `make test`).
+#
+#  1. pg_regress golden tests (make -C extension installcheck) against a server
+#     started here with eddy preloaded;
+#  2. pytest, whose session fixture starts its own server (pytest-postgresql).
+#
+# PostgreSQL refuses to run as root: when run as root, the servers and pytest
+# run as the unprivileged OS user $PG_OS_USER (default postgres).
+set -uo pipefail
+
+cd "$(dirname "$0")/.."
+top=$(pwd)
+VENV=${VENV:-$top/.venv}
+PG_OS_USER=${PG_OS_USER:-postgres}
+export PG_BINDIR=${PG_BINDIR:-/usr/lib/postgresql/15/bin}
+
+work=$(mktemp -d /tmp/eddy-test.XXXXXX)
+chmod 755 "$work"
+port=$((20000 + RANDOM % 20000))
+cleanup() {
+    tests/pgserver.sh stop "$work/regress" || true
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+as_test_user() {
+    if [ "$(id -u)" -eq 0 ]; then
+        runuser -u "$PG_OS_USER" -- "$@"
+    else
+        "$@"
+    fi
+}
+
+# The test user must be able to read the checkout (and traverse its parents).
+if [ "$(id -u)" -eq 0 ]; then
+    d=$top
+    while [ "$d" != "/" ]; do
+        if ! runuser -u "$PG_OS_USER" -- test -x "$d"; then chmod o+x "$d"; fi
+        d=$(dirname "$d")
+    done
+    if ! runuser -u "$PG_OS_USER" -- test -r "$top/pyproject.toml"; then
+        chmod -R o+rX "$top"
+    fi
+fi
+
+status=0
+
+echo "== pg_regress (installcheck)"
+tests/pgserver.sh start "$work/regress" "$port" || exit 1
+if ! PGHOST="$work/regress" PGPORT="$port" PGUSER=postgres \
+    make -C extension installcheck PG_CONFIG="${PG_CONFIG:-$PG_BINDIR/pg_config}"; then
+    status=1
+    [ -f extension/regression.diffs ] && cat extension/regression.diffs
+fi
+tests/pgserver.sh stop "$work/regress"
+
+echo "== pytest"
+mkdir -p "$work/home"
+[ "$(id -u)" -eq 0 ] && chown "$PG_OS_USER" "$work/home"
+as_test_user env HOME="$work/home" PYTHONDONTWRITEBYTECODE=1 TMPDIR=/tmp \
+    PG_BINDIR="$PG_BINDIR" \
+    "$VENV/bin/python" -m pytest -p no:cacheprovider -ra "$@" tests
+rc=$?
+if [ $rc -ne 0 ]; then status=1; fi
+
+exit $status
