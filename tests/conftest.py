@@ -10,7 +10,8 @@ Fixtures
                  off), dropped after the test.
 ``pg_dsn``       the libpq connection string of that same fresh database.
 ``eddy_conn``    an autocommit connection to that database in which
-                 ``CREATE EXTENSION eddy`` has run.
+                 ``CREATE EXTENSION eddy`` has run (statements never prepared,
+                 so that every execution is planned under the current settings).
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ import shutil
 import psycopg
 import pytest
 from pytest_postgresql import factories
+
+from eddytools.db import connect
 
 PG_BINDIR = os.environ.get("PG_BINDIR", "/usr/lib/postgresql/15/bin")
 
@@ -64,6 +67,6 @@ def pg_dsn(postgresql: psycopg.Connection) -> str:
 @pytest.fixture
 def eddy_conn(pg_dsn: str):
     """Autocommit connection to a fresh database with the extension created."""
-    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+    with connect(pg_dsn) as conn:
         conn.execute("CREATE EXTENSION IF NOT EXISTS eddy")
         yield conn

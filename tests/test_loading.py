@@ -6,7 +6,7 @@ from __future__ import annotations
 import psycopg
 from pytest_postgresql import factories
 
-from eddytools.db import eddy_nodes, explain_json
+from eddytools.db import connect, eddy_nodes, explain_json
 
 from conftest import _pg_ctl, dsn_of
 
@@ -26,14 +26,14 @@ def test_hook_acts_only_where_the_extension_is_created(pg_dsn):
     """With the library preloaded, a database without CREATE EXTENSION keeps the
     vanilla plan; after CREATE EXTENSION every new session gets eddies; after
     DROP EXTENSION the plans are vanilla again."""
-    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+    with connect(pg_dsn) as conn:
         conn.execute("CREATE FUNCTION delay(int, int) RETURNS int LANGUAGE sql "
                      "COST 1000000 AS 'SELECT $1'")
         _make_table(conn)
         assert not eddy_nodes(explain_json(conn, QUERY))
         conn.execute("DROP FUNCTION delay(int, int)")
         conn.execute("CREATE EXTENSION eddy")
-    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+    with connect(pg_dsn) as conn:
         assert eddy_nodes(explain_json(conn, QUERY))
         conn.execute("SET eddy.enabled = off")
         assert not eddy_nodes(explain_json(conn, QUERY))
@@ -50,11 +50,11 @@ def test_load_works_for_one_session(plain):
     """On a server without shared_preload_libraries, LOAD 'eddy' enables the
     hook in that session only; the GUCs exist once it is loaded."""
     dsn = dsn_of(plain)
-    with psycopg.connect(dsn, autocommit=True) as conn:
+    with connect(dsn) as conn:
         conn.execute("CREATE EXTENSION eddy")
         _make_table(conn)
-    with psycopg.connect(dsn, autocommit=True) as other, \
-            psycopg.connect(dsn, autocommit=True) as conn:
+    with connect(dsn) as other, \
+            connect(dsn) as conn:
         assert not eddy_nodes(explain_json(conn, QUERY))
         conn.execute("LOAD 'eddy'")
         assert conn.execute("SHOW eddy.reopt_frequency").fetchone()[0] == "100"

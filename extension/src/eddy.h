@@ -93,17 +93,26 @@ typedef struct EddyOperator
 {
 	ExprState  *qual;			/* predicate over the source's tuple */
 	Expr	   *expr;			/* the same, for EXPLAIN */
+
+	/*
+	 * Fast path for "column op constant" with a strict operator (mod_selection.c):
+	 * the operator's function is called directly on the deformed column.
+	 */
+	FunctionCallInfo fast_fcinfo;	/* NULL: evaluate qual */
+	AttrNumber	fast_attno;		/* 0-based column of the scan tuple */
+	int			fast_argno;		/* which argument the column is */
+
 	uint32		prereq;			/* operators that must have passed first */
 	double		est_sel;		/* planner's selectivity: the prior */
 	double		est_cost_ns;	/* planner's cost, in ns: the prior */
 
-	/* totals since the scan began (hot path: plain increments) */
+	/* totals since the scan began; the hot path only increments the first two */
 	uint64		tuples_in;
-	uint64		tuples_out;
-	uint64		tuples_first;	/* tuples for which it was the first choice */
+	uint64		tuples_dropped; /* tuples out = tuples_in - tuples_dropped */
+	uint64		tuples_first;	/* tuples for which it was the first choice,
+								 * counted per closed epoch */
 	uint64		cost_samples;	/* timed evaluations */
 	double		cost_ns;		/* their summed time */
-	int			sample_countdown;	/* evaluations until the next timed one */
 
 	/* policy state, updated at each recomputation (routing.c) */
 	uint64		seen_in;		/* totals at the previous recomputation */
@@ -145,13 +154,15 @@ typedef struct EddyRouter
 	uint8	   *route;			/* [1 << nops] next operator or OUTPUT */
 	uint32	   *route_epoch;	/* [1 << nops] epoch of each entry */
 	uint32		epoch;
-	uint64		routed;			/* tuples routed so far */
-	int64		until_reopt;	/* tuples until the next recomputation */
+	uint64		routed;			/* tuples routed until the last recomputation */
+	int64		until_reopt;	/* tuples until the next one (hot path) */
 	uint64		recomputations;
 	uint64		stats_routed;	/* routed at the last statistics update */
 	uint64		window_start;	/* lottery: routed when the window began */
 	uint64		epoch_start;	/* routed when the current epoch began */
 	int			epoch_first;	/* first choice of the current epoch, or -1 */
+	int			order_len;		/* the route of a fresh tuple this epoch: */
+	uint8		order[EDDY_MAX_SELECTIONS]; /* order[k] = route[order[0..k-1]] */
 	pg_prng_state rng;
 	EddyHistoryRun *history;
 	int			nhistory;
@@ -165,6 +176,13 @@ extern void EddyRouterInit(EddyRouter *router, EddyOperator *ops, int nops,
 extern int	EddyRouterChoose(EddyRouter *router, uint32 done);
 extern void EddyRouterReoptimize(EddyRouter *router);
 extern void EddyRouterCloseEpoch(EddyRouter *router);
+
+/* Tuples routed so far */
+static inline uint64
+EddyRouterRouted(EddyRouter *router)
+{
+	return router->routed + (uint64) (router->reopt_frequency - router->until_reopt);
+}
 
 /* Next operator for a tuple whose done bitmap is done: one array lookup. */
 static inline int
@@ -181,17 +199,39 @@ extern void EddySelectionInit(EddyOperator *op, Expr *expr, uint32 prereq,
 							  double est_sel, double est_cost,
 							  PlanState *parent);
 extern bool EddySelectionEvalTimed(EddyOperator *op, ExprContext *econtext);
+extern AttrNumber EddySelectionMaxAttno(EddyOperator *op);
 
-#define EDDY_COST_SAMPLE_INTERVAL	32	/* time one evaluation in this many */
-
-/* Evaluate a selection on econtext's scan tuple, sampling its cost. */
+/*
+ * Evaluate a selection on econtext's scan tuple, in the per-tuple memory
+ * context, with ExecQual semantics (NULL is false).  The fast path needs
+ * the scan tuple deformed up to its column (the executor deforms every
+ * column the operators read once per tuple).
+ */
 static inline bool
 EddySelectionEval(EddyOperator *op, ExprContext *econtext)
 {
-	if (unlikely(--op->sample_countdown <= 0))
-		return EddySelectionEvalTimed(op, econtext);
-	return ExecQual(op->qual, econtext);
+	FunctionCallInfo fcinfo = op->fast_fcinfo;
+	Datum		result;
+	bool		isnull;
+
+	if (fcinfo != NULL)
+	{
+		TupleTableSlot *slot = econtext->ecxt_scantuple;
+
+		Assert(slot->tts_nvalid > op->fast_attno);
+		if (slot->tts_isnull[op->fast_attno])
+			return false;		/* strict operator on NULL */
+		fcinfo->args[op->fast_argno].value = slot->tts_values[op->fast_attno];
+		fcinfo->isnull = false;
+		result = FunctionCallInvoke(fcinfo);
+		return !fcinfo->isnull && DatumGetBool(result);
+	}
+	result = op->qual->evalfunc(op->qual, econtext, &isnull);
+	return !isnull && DatumGetBool(result);
 }
+
+/* Time the routing of one tuple in this many (and the first one) */
+#define EDDY_COST_SAMPLE_INTERVAL	128
 
 /*
  * custom_private of an Eddy CustomScan: a List indexed by this enum (the

@@ -52,11 +52,14 @@ typedef struct EddyScanState
 	PlanState  *source;			/* the relation's scan */
 	EddyOperator *ops;			/* selection operators, PostgreSQL's order */
 	EddyRouter	router;
+	int			until_sample;	/* tuples until the next timed routing */
+	int			deform_natts;	/* scan columns the operators read */
 } EddyScanState;
 
 static Node *eddy_create_scan_state(CustomScan *cscan);
 static void eddy_begin(CustomScanState *node, EState *estate, int eflags);
 static TupleTableSlot *eddy_exec(CustomScanState *node);
+static TupleTableSlot *eddy_exec_node(PlanState *pstate);
 static void eddy_end(CustomScanState *node);
 static void eddy_rescan(CustomScanState *node);
 static void eddy_explain(CustomScanState *node, List *ancestors,
@@ -124,32 +127,76 @@ eddy_begin(CustomScanState *node, EState *estate, int eflags)
 
 	state->ops = palloc0(sizeof(EddyOperator) * Max(nops, 1));
 	for (i = 0; i < nops; i++)
+	{
 		EddySelectionInit(&state->ops[i],
 						  list_nth(cscan->custom_exprs, i),
 						  (uint32) intVal(list_nth(prereqs, i)),
 						  floatVal(list_nth(est_sel, i)),
 						  floatVal(list_nth(est_cost, i)),
 						  &node->ss.ps);
+		state->deform_natts = Max(state->deform_natts,
+								  EddySelectionMaxAttno(&state->ops[i]));
+	}
 
 	EddyRouterInit(&state->router, state->ops, nops,
 				   (EddyRoutingPolicy) eddy_routing_policy,
 				   eddy_reopt_frequency, eddy_lottery_window,
 				   UINT64CONST(0x5eed0edd) ^ (uint64) cscan->scan.plan.plan_node_id);
+	state->until_sample = 1;	/* time the first tuple */
+
+	/* skip ExecCustomScan's trampoline: ExecInitNode installs this one */
+	node->ss.ps.ExecProcNode = eddy_exec_node;
 }
 
-static TupleTableSlot *
-eddy_exec(CustomScanState *node)
+/*
+ * Route the tuple in econtext's scan slot through the operators in this
+ * epoch's order (routing.c: for selections the routing table reduces to one
+ * chain per epoch).  Returns true if it passed them all.  Inlined twice:
+ * plain, and timing each evaluation (one tuple in EDDY_COST_SAMPLE_INTERVAL).
+ * Runs in the per-tuple memory context; a NULL result fails, as in ExecQual.
+ */
+static pg_attribute_always_inline bool
+eddy_route_tuple(EddyRouter *router, EddyOperator *ops,
+				 ExprContext *econtext, bool timed)
 {
-	EddyScanState *state = (EddyScanState *) node;
+	int			k;
+
+	for (k = 0; k < router->order_len; k++)
+	{
+		EddyOperator *o = &ops[router->order[k]];
+		bool		pass;
+
+		o->tuples_in++;
+		if (timed)
+			pass = EddySelectionEvalTimed(o, econtext);
+		else
+			pass = EddySelectionEval(o, econtext);
+		if (!pass)
+		{
+			o->tuples_dropped++;
+			return false;
+		}
+	}
+	return true;
+}
+
+/*
+ * The node's ExecProcNode: installed directly by eddy_begin, so that the
+ * executor calls it without going through ExecCustomScan.
+ */
+static TupleTableSlot *
+eddy_exec_node(PlanState *pstate)
+{
+	EddyScanState *state = (EddyScanState *) pstate;
 	EddyRouter *router = &state->router;
 	EddyOperator *ops = state->ops;
-	ExprContext *econtext = node->ss.ps.ps_ExprContext;
+	ExprContext *econtext = pstate->ps_ExprContext;
 
 	for (;;)
 	{
 		TupleTableSlot *slot;
-		uint32		done = 0;
-		int			op;
+		MemoryContext oldcontext;
+		bool		pass;
 
 		CHECK_FOR_INTERRUPTS();
 
@@ -159,33 +206,39 @@ eddy_exec(CustomScanState *node)
 
 		ResetExprContext(econtext);
 		econtext->ecxt_scantuple = slot;
+		/* deform, once, every column the operators read */
+		slot_getsomeattrs(slot, state->deform_natts);
 
-		if (--router->until_reopt <= 0)
+		if (unlikely(router->until_reopt <= 0))
 			EddyRouterReoptimize(router);
-		router->routed++;
+		router->until_reopt--;
 
-		op = EddyRoute(router, 0);
-		if (op != EDDY_ROUTE_OUTPUT)
-			ops[op].tuples_first++;
-		while (op != EDDY_ROUTE_OUTPUT)
+		oldcontext = MemoryContextSwitchTo(econtext->ecxt_per_tuple_memory);
+		if (unlikely(--state->until_sample <= 0))
 		{
-			ops[op].tuples_in++;
-			if (!EddySelectionEval(&ops[op], econtext))
-				break;
-			ops[op].tuples_out++;
-			done |= 1u << op;
-			op = EddyRoute(router, done);
+			state->until_sample = EDDY_COST_SAMPLE_INTERVAL;
+			pass = eddy_route_tuple(router, ops, econtext, true);
 		}
-		if (op != EDDY_ROUTE_OUTPUT)
+		else
+			pass = eddy_route_tuple(router, ops, econtext, false);
+		MemoryContextSwitchTo(oldcontext);
+
+		if (!pass)
 		{
-			InstrCountFiltered1(node, 1);
+			InstrCountFiltered1(&state->css, 1);
 			continue;
 		}
 
-		if (node->ss.ps.ps_ProjInfo)
-			return ExecProject(node->ss.ps.ps_ProjInfo);
+		if (pstate->ps_ProjInfo)
+			return ExecProject(pstate->ps_ProjInfo);
 		return slot;
 	}
+}
+
+static TupleTableSlot *
+eddy_exec(CustomScanState *node)
+{
+	return eddy_exec_node(&node->ss.ps);
 }
 
 static void
@@ -223,14 +276,10 @@ static List *
 eddy_current_order(EddyRouter *router)
 {
 	List	   *order = NIL;
-	uint32		done = 0;
-	int			op;
+	int			k;
 
-	while ((op = EddyRoute(router, done)) != EDDY_ROUTE_OUTPUT)
-	{
-		order = lappend_int(order, op + 1);
-		done |= 1u << op;
-	}
+	for (k = 0; k < router->order_len; k++)
+		order = lappend_int(order, router->order[k] + 1);
 	return order;
 }
 
@@ -271,12 +320,18 @@ eddy_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 		EddyOperator *op = &state->ops[i];
 		char	   *expr = deparse_expression((Node *) op->expr, context,
 											  es->verbose, false);
+		uint64		tuples_out = op->tuples_in - op->tuples_dropped;
+		uint64		tuples_first = op->tuples_first;
 		double		sel = op->tuples_in > 0 ?
-			(double) op->tuples_out / op->tuples_in : 0.0;
+			(double) tuples_out / op->tuples_in : 0.0;
 		double		cost_us = op->cost_samples > 0 ?
 			op->cost_ns / op->cost_samples / 1000.0 : 0.0;
 		List	   *after = NIL;
 		int			j;
+
+		/* the open epoch's tuples are not yet counted */
+		if (i == router->epoch_first)
+			tuples_first += EddyRouterRouted(router) - router->epoch_start;
 
 		for (j = 0; j < router->nops; j++)
 			if (op->prereq & (1u << j))
@@ -298,8 +353,8 @@ eddy_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 								 "  Out: " UINT64_FORMAT
 								 "  First: " UINT64_FORMAT
 								 "  Selectivity: %.3f",
-								 op->tuples_in, op->tuples_out,
-								 op->tuples_first, sel);
+								 op->tuples_in, tuples_out,
+								 tuples_first, sel);
 				if (es->timing)
 					appendStringInfo(es->str, "  Cost: %.3f us", cost_us);
 				appendStringInfoChar(es->str, '\n');
@@ -316,8 +371,8 @@ eddy_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 			if (analyze)
 			{
 				ExplainPropertyUInteger("Tuples In", NULL, op->tuples_in, es);
-				ExplainPropertyUInteger("Tuples Out", NULL, op->tuples_out, es);
-				ExplainPropertyUInteger("Tuples First", NULL, op->tuples_first, es);
+				ExplainPropertyUInteger("Tuples Out", NULL, tuples_out, es);
+				ExplainPropertyUInteger("Tuples First", NULL, tuples_first, es);
 				ExplainPropertyFloat("Selectivity", NULL, sel, 3, es);
 				if (es->timing)
 					ExplainPropertyFloat("Cost", "us", cost_us, 3, es);
@@ -329,14 +384,14 @@ eddy_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 
 	if (analyze)
 	{
-		ExplainPropertyUInteger("Tuples Routed", NULL, router->routed, es);
+		ExplainPropertyUInteger("Tuples Routed", NULL, EddyRouterRouted(router), es);
 		ExplainPropertyUInteger("Recomputations", NULL, router->recomputations, es);
 		ExplainPropertyText("Final Order",
 							eddy_int_list_string(eddy_current_order(router)), es);
 		if (es->verbose)
 		{
 			StringInfoData buf;
-			uint64		open_tuples = router->routed - router->epoch_start;
+			uint64		open_tuples = EddyRouterRouted(router) - router->epoch_start;
 
 			/* runs of "first operator x tuples", the open epoch included */
 			initStringInfo(&buf);

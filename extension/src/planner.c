@@ -39,6 +39,7 @@
 #include "optimizer/optimizer.h"
 #include "optimizer/pathnode.h"
 #include "optimizer/paths.h"
+#include "optimizer/plancat.h"
 #include "optimizer/tlist.h"
 #include "utils/lsyscache.h"
 
@@ -151,6 +152,61 @@ EddyClauseIsCandidate(PlannerInfo *root, RestrictInfo *rinfo, int user_level)
 	return cost.per_tuple + cost.startup >= eddy_selection_min_cost;
 }
 
+/*
+ * Target lists for the source scan.  It must return every column the block
+ * needs above it and every column its routed predicates read, since the
+ * eddy evaluates them on the source's tuples.
+ *
+ * exact: just those columns.  physical: every column of the relation, in
+ * order, which lets the scan return its heap tuple without projecting it
+ * (as PostgreSQL's own scans do when they can); the eddy then deforms only
+ * the columns its predicates read.  The physical list is NULL when it cannot
+ * serve: dropped columns, system or whole-row columns needed, or anything
+ * but plain columns in the relation's target.
+ */
+static void
+source_targets(PlannerInfo *root, RelOptInfo *rel, int user_level,
+			   PathTarget **exact, PathTarget **physical)
+{
+	List	   *vars = NIL;
+	List	   *tlist;
+	bool		plain = true;
+	ListCell   *lc;
+
+	*exact = copy_pathtarget(rel->reltarget);
+	foreach(lc, rel->baserestrictinfo)
+	{
+		RestrictInfo *rinfo = lfirst_node(RestrictInfo, lc);
+
+		if (EddyClauseIsCandidate(root, rinfo, user_level))
+			vars = list_concat(vars, pull_var_clause((Node *) rinfo->clause, 0));
+	}
+	foreach(lc, vars)
+	{
+		if (!list_member((*exact)->exprs, lfirst(lc)))
+			add_column_to_pathtarget(*exact, (Expr *) lfirst(lc), 0);
+	}
+	set_pathtarget_cost_width(root, *exact);
+
+	foreach(lc, (*exact)->exprs)
+	{
+		Var		   *var = (Var *) lfirst(lc);
+
+		if (!IsA(var, Var) || var->varattno <= 0)
+			plain = false;
+	}
+	*physical = NULL;
+	if (!plain)
+		return;
+	tlist = build_physical_tlist(root, rel);
+	foreach(lc, tlist)
+	{
+		if (!IsA(lfirst_node(TargetEntry, lc)->expr, Var))
+			return;				/* a dropped column */
+	}
+	*physical = create_pathtarget(root, tlist);
+}
+
 static void
 eddy_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
 					  RangeTblEntry *rte)
@@ -159,8 +215,8 @@ eddy_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
 	int			user_level;
 	int			ncandidates = 0;
 	ListCell   *lc;
-	PathTarget *source_target;
-	List	   *source_vars;
+	PathTarget *exact_target;
+	PathTarget *physical_target;
 	List	   *new_pathlist = NIL;
 
 	if (prev_set_rel_pathlist_hook)
@@ -204,27 +260,7 @@ eddy_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
 	if (!eddy_extension_created())
 		return;
 
-	/*
-	 * The source scan must return every column the block needs above it and
-	 * every column its routed predicates read: the eddy evaluates them on
-	 * the source's tuples.
-	 */
-	source_target = copy_pathtarget(rel->reltarget);
-	source_vars = NIL;
-	foreach(lc, rel->baserestrictinfo)
-	{
-		RestrictInfo *rinfo = lfirst_node(RestrictInfo, lc);
-
-		if (EddyClauseIsCandidate(root, rinfo, user_level))
-			source_vars = list_concat(source_vars,
-									  pull_var_clause((Node *) rinfo->clause, 0));
-	}
-	foreach(lc, source_vars)
-	{
-		if (!list_member(source_target->exprs, lfirst(lc)))
-			add_column_to_pathtarget(source_target, (Expr *) lfirst(lc), 0);
-	}
-	set_pathtarget_cost_width(root, source_target);
+	source_targets(root, rel, user_level, &exact_target, &physical_target);
 
 	foreach(lc, rel->pathlist)
 	{
@@ -232,8 +268,12 @@ eddy_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
 
 		if (child->param_info != NULL)
 			continue;
+		/* an index-only scan cannot return heap tuples */
 		new_pathlist = lappend(new_pathlist,
-							   EddyCreatePath(root, rel, child, source_target));
+							   EddyCreatePath(root, rel, child,
+											  (physical_target != NULL &&
+											   child->pathtype != T_IndexOnlyScan) ?
+											  physical_target : exact_target));
 	}
 	if (new_pathlist == NIL)
 	{

@@ -120,12 +120,13 @@ eddy_update_statistics(EddyRouter *router)
 		EddyOperator *op = &router->ops[i];
 
 		op->w_in = op->w_in * decay + (double) (op->tuples_in - op->seen_in);
-		op->w_out = op->w_out * decay + (double) (op->tuples_out - op->seen_out);
+		op->w_out = op->w_out * decay +
+			(double) ((op->tuples_in - op->tuples_dropped) - op->seen_out);
 		op->w_samples = op->w_samples * decay +
 			(double) (op->cost_samples - op->seen_samples);
 		op->w_ns = op->w_ns * decay + (op->cost_ns - op->seen_ns);
 		op->seen_in = op->tuples_in;
-		op->seen_out = op->tuples_out;
+		op->seen_out = op->tuples_in - op->tuples_dropped;
 		op->seen_samples = op->cost_samples;
 		op->seen_ns = op->cost_ns;
 	}
@@ -155,7 +156,7 @@ eddy_score_operators(EddyRouter *router)
 				break;
 			case EDDY_POLICY_LOTTERY:
 				{
-					int64		held = (int64) (op->tuples_in - op->tuples_out);
+					int64		held = (int64) op->tuples_dropped;
 
 					if (new_window)
 					{
@@ -183,6 +184,7 @@ EddyRouterCloseEpoch(EddyRouter *router)
 
 	if (router->epoch_first >= 0 && tuples > 0)
 	{
+		router->ops[router->epoch_first].tuples_first += tuples;
 		if (router->nhistory > 0 &&
 			router->history[router->nhistory - 1].op == router->epoch_first)
 			router->history[router->nhistory - 1].tuples += tuples;
@@ -200,12 +202,35 @@ EddyRouterCloseEpoch(EddyRouter *router)
 }
 
 /*
+ * The chain of choices a tuple makes in this epoch if it passes every
+ * operator: order[k] = route[{order[0], ..., order[k-1]}].  With selection
+ * operators only, every tuple of the epoch follows a prefix of this chain
+ * (each signature's entry is chosen once per epoch, even by the random and
+ * lottery policies), so the executor walks the array instead of the table.
+ */
+static void
+eddy_compute_order(EddyRouter *router)
+{
+	uint32		done = 0;
+	int			op;
+
+	router->order_len = 0;
+	while ((op = EddyRoute(router, done)) != EDDY_ROUTE_OUTPUT)
+	{
+		router->order[router->order_len++] = (uint8) op;
+		done |= 1u << op;
+	}
+	router->epoch_first = router->order_len > 0 ? router->order[0] : -1;
+}
+
+/*
  * Recompute the routing decisions: called every reopt_frequency tuples.
  * The fixed policy never changes its mind, so it only re-arms the counter.
  */
 void
 EddyRouterReoptimize(EddyRouter *router)
 {
+	router->routed = EddyRouterRouted(router);
 	router->until_reopt = router->reopt_frequency;
 	if (router->policy == EDDY_POLICY_FIXED && router->epoch_first >= 0)
 		return;
@@ -221,8 +246,7 @@ EddyRouterReoptimize(EddyRouter *router)
 		router->epoch = 1;
 	}
 	router->recomputations++;
-	if (router->nops > 0)
-		router->epoch_first = EddyRoute(router, 0);
+	eddy_compute_order(router);
 }
 
 /*

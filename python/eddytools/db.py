@@ -12,7 +12,13 @@ from psycopg import sql
 
 
 def connect(dsn: str, autocommit: bool = True) -> psycopg.Connection:
-    return psycopg.connect(dsn, autocommit=autocommit)
+    """A connection that never prepares statements behind our back: psycopg
+    prepares a query after 5 executions, and a prepared plan is not replanned
+    when eddy.* settings change, which would silently compare a plan with
+    itself."""
+    conn = psycopg.connect(dsn, autocommit=autocommit)
+    conn.prepare_threshold = None
+    return conn
 
 
 def sql_value(conn: psycopg.Connection, query: str, params: Any = None) -> Any:

@@ -1,0 +1,102 @@
+"""Selection-eddy overhead, measured side by side (the No-Delay and Delay-X
+queries of the overhead study, Deshpande 2004, Figure 5).
+
+    python -m eddytools.bench_selection --dsn "host=... dbname=..." [--rows 100000]
+
+Creates a Wisconsin-like table of --rows rows with ~244-byte tuples (unless it
+exists), then times each query under vanilla PostgreSQL (eddy.enabled = off)
+and under the eddy at several eddy.reopt_frequency values, every predicate a
+selection operator (eddy.selection_min_cost = 0).  Configurations are
+interleaved within each repetition; the medians and their ratio to vanilla
+are printed.  Every configuration must return the same count.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import psycopg
+
+from eddytools.db import connect, set_gucs
+
+QUERIES = {
+    "No-Delay": "SELECT count(*) FROM {t} WHERE two < 2 AND four < 4 AND ten < 10",
+    "Delay-0": "SELECT count(*) FROM {t} WHERE delay(two, 0) < 2 AND delay(four, 0) < 4"
+               " AND delay(ten, 0) < 10",
+    "Delay-10": "SELECT count(*) FROM {t} WHERE delay(two, 10) < 2 AND delay(four, 10) < 4"
+                " AND delay(ten, 10) < 10",
+}
+
+
+def ensure_table(conn: psycopg.Connection, table: str, rows: int) -> None:
+    exists = conn.execute("SELECT to_regclass(%s) IS NOT NULL", (table,)).fetchone()[0]
+    if exists:
+        n = conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+        if n == rows:
+            return
+        conn.execute(f"DROP TABLE {table}")
+    conn.execute(f"""
+        CREATE TABLE {table} AS
+        SELECT (g * 7919) % {rows} AS unique1, g AS unique2, g % 2 AS two, g % 4 AS four,
+               g % 10 AS ten, g % 20 AS twenty, g % 100 AS onepercent,
+               g % 10 AS tenpercent, g % 5 AS twentypercent, g % 2 AS fiftypercent,
+               g AS unique3, (g % 100) * 2 AS evenonepercent, (g % 100) * 2 + 1 AS oddonepercent,
+               rpad(g::text, 52, 'x') AS stringu1, rpad((g * 7)::text, 52, 'x') AS stringu2,
+               rpad((ARRAY['AAAA', 'HHHH', 'OOOO', 'VVVV'])[1 + g % 4], 52, 'x') AS string4
+        FROM generate_series(0, {rows - 1}) g""")
+    conn.execute(f"ALTER TABLE {table} ADD PRIMARY KEY (unique2)")
+    conn.execute(f"VACUUM ANALYZE {table}")
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--dsn", default="", help="libpq connection string (default: PG* environment)")
+    ap.add_argument("--rows", type=int, default=100_000)
+    ap.add_argument("--table", default="bench_sel")
+    ap.add_argument("--reps", type=int, default=9)
+    ap.add_argument("--queries", default="No-Delay,Delay-10",
+                    help=f"comma-separated, from {', '.join(QUERIES)}")
+    ap.add_argument("--freqs", default="1,10,100,1000",
+                    help="eddy.reopt_frequency values to measure")
+    ap.add_argument("--policy", default="rank")
+    args = ap.parse_args(argv)
+
+    with connect(args.dsn) as conn:
+        conn.execute("CREATE EXTENSION IF NOT EXISTS eddy")
+        conn.execute("SET max_parallel_workers_per_gather = 0")
+        conn.execute("SET jit = off")
+        ensure_table(conn, args.table, args.rows)
+        configs = ["vanilla"] + [f"eddy@{f}" for f in args.freqs.split(",")]
+        for qname in args.queries.split(","):
+            query = QUERIES[qname].format(t=args.table)
+            times: dict[str, list[float]] = {c: [] for c in configs}
+            answers: dict[str, set] = {c: set() for c in configs}
+            for rep in range(args.reps + 1):  # the first repetition warms up
+                for config in configs:
+                    if config == "vanilla":
+                        set_gucs(conn, enabled="off")
+                    else:
+                        set_gucs(conn, enabled="on", selection_min_cost=0,
+                                 routing_policy=args.policy,
+                                 reopt_frequency=config.split("@")[1])
+                    t0 = time.perf_counter()
+                    answer = conn.execute(query).fetchone()[0]
+                    elapsed = time.perf_counter() - t0
+                    answers[config].add(answer)
+                    if rep > 0:
+                        times[config].append(elapsed)
+            if len(set().union(*answers.values())) != 1:
+                raise SystemExit(f"{qname}: configurations disagree: {answers}")
+            base = statistics.median(times["vanilla"])
+            print(f"{qname} ({args.rows} rows, {args.reps} reps, policy {args.policy})")
+            for config in configs:
+                med = statistics.median(times[config])
+                lo, hi = min(times[config]), max(times[config])
+                print(f"  {config:>10}: median {med * 1000:9.2f} ms  "
+                      f"[{lo * 1000:.2f} .. {hi * 1000:.2f}]  ratio {med / base:.3f}")
+
+
+if __name__ == "__main__":
+    main()
