@@ -15,10 +15,11 @@
  * The EddyPath replaces the relation's paths rather than competing with
  * them on cost: once the block qualifies and the extension is created in
  * the current database, the eddy is what the user asked for.  Each scan
- * path is kept as a possible source (so sort orders and index scans that
- * PostgreSQL found remain available); parameterized paths are dropped, and
- * so are partial paths, because a Gather over a parallel scan would bypass
- * the eddy.
+ * path becomes the source of its own EddyPath (so sort orders and index
+ * scans that PostgreSQL found remain available), except a path whose index
+ * or TID condition already enforces all but one of the predicates: it
+ * stays as it is and competes on cost.  Partial paths are dropped, because
+ * a Gather over a parallel scan would bypass the eddy.
  *
  * Whatever the eddy cannot handle keeps the vanilla plan, and the reason is
  * logged at DEBUG1: inheritance and partitioned tables, foreign tables and
@@ -199,12 +200,71 @@ source_targets(PlannerInfo *root, RelOptInfo *rel, int user_level,
 	if (!plain)
 		return;
 	tlist = build_physical_tlist(root, rel);
+	if (tlist == NIL)
+		return;					/* PostgreSQL punts on dropped columns */
 	foreach(lc, tlist)
 	{
 		if (!IsA(lfirst_node(TargetEntry, lc)->expr, Var))
 			return;				/* a dropped column */
 	}
 	*physical = create_pathtarget(root, tlist);
+}
+
+/* Collect the RestrictInfos an index or bitmap path enforces in its index. */
+static List *
+path_index_clauses(Path *path)
+{
+	List	   *result = NIL;
+	ListCell   *lc;
+
+	switch (nodeTag(path))
+	{
+		case T_IndexPath:
+			foreach(lc, ((IndexPath *) path)->indexclauses)
+				result = lappend(result, lfirst_node(IndexClause, lc)->rinfo);
+			break;
+		case T_BitmapHeapPath:
+			return path_index_clauses(((BitmapHeapPath *) path)->bitmapqual);
+		case T_BitmapAndPath:
+			foreach(lc, ((BitmapAndPath *) path)->bitmapquals)
+				result = list_concat(result, path_index_clauses(lfirst(lc)));
+			break;
+		case T_BitmapOrPath:
+			foreach(lc, ((BitmapOrPath *) path)->bitmapquals)
+				result = list_concat(result, path_index_clauses(lfirst(lc)));
+			break;
+		case T_TidPath:
+			return list_copy(((TidPath *) path)->tidquals);
+		case T_TidRangePath:
+			return list_copy(((TidRangePath *) path)->tidrangequals);
+		default:
+			break;
+	}
+	return result;
+}
+
+/*
+ * Selection operators the eddy would route over this scan path: the
+ * candidates the path does not already enforce through an index or TID
+ * condition.  (plan.c makes the final choice from the scan's Filter.)
+ */
+static int
+path_selection_count(PlannerInfo *root, RelOptInfo *rel, Path *path,
+					 int user_level)
+{
+	List	   *enforced = path_index_clauses(path);
+	int			n = 0;
+	ListCell   *lc;
+
+	foreach(lc, rel->baserestrictinfo)
+	{
+		RestrictInfo *rinfo = lfirst_node(RestrictInfo, lc);
+
+		if (!list_member_ptr(enforced, rinfo) &&
+			EddyClauseIsCandidate(root, rinfo, user_level))
+			n++;
+	}
+	return n;
 }
 
 static void
@@ -218,6 +278,7 @@ eddy_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
 	PathTarget *exact_target;
 	PathTarget *physical_target;
 	List	   *new_pathlist = NIL;
+	int			neddies = 0;
 
 	if (prev_set_rel_pathlist_hook)
 		prev_set_rel_pathlist_hook(root, rel, rti, rte);
@@ -266,18 +327,27 @@ eddy_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
 	{
 		Path	   *child = (Path *) lfirst(lc);
 
-		if (child->param_info != NULL)
+		/*
+		 * Parameterized paths (not used by a single-relation block) and paths
+		 * whose index enforces all but one predicate stay as they are.
+		 */
+		if (child->param_info != NULL ||
+			path_selection_count(root, rel, child, user_level) < 2)
+		{
+			new_pathlist = lappend(new_pathlist, child);
 			continue;
+		}
 		/* an index-only scan cannot return heap tuples */
+		neddies++;
 		new_pathlist = lappend(new_pathlist,
 							   EddyCreatePath(root, rel, child,
 											  (physical_target != NULL &&
 											   child->pathtype != T_IndexOnlyScan) ?
 											  physical_target : exact_target));
 	}
-	if (new_pathlist == NIL)
+	if (neddies == 0)
 	{
-		elog(DEBUG1, "eddy: not used for relation \"%s\": no unparameterized scan path",
+		elog(DEBUG1, "eddy: not used for relation \"%s\": its scans enforce the predicates in an index",
 			 get_rel_name(rte->relid));
 		return;
 	}

@@ -76,6 +76,8 @@ EXPLAIN (COSTS OFF) SELECT count(*) FROM wisc WHERE two = 0;
 CREATE TABLE parted (k int, v int) PARTITION BY RANGE (k);
 CREATE TABLE parted_1 PARTITION OF parted FOR VALUES FROM (0) TO (10);
 EXPLAIN (COSTS OFF) SELECT * FROM parted WHERE k = 1 AND v = 1;
+-- an index that enforces the predicates leaves nothing to route
+EXPLAIN (COSTS OFF) SELECT count(*) FROM wisc WHERE unique2 < 100 AND unique2 > 5;
 RESET client_min_messages;
 
 -- joins are not eddies yet: vanilla plan

@@ -87,5 +87,21 @@ SELECT count(*) FROM s, generate_series(1, 1) WHERE delay(a, 100000) >= 0 AND b 
 SELECT count(*) FROM s WHERE delay(a, 100000) >= 0 AND delay(b, 1) >= 0;
 RESET statement_timeout;
 
+-- dropped and added columns, whole-row and system columns, tablesample
+CREATE TABLE d AS SELECT g AS id, g % 10 AS a, g % 7 AS b, md5(g::text) AS s
+FROM generate_series(1, 2000) g;
+ALTER TABLE d ADD COLUMN z int DEFAULT 3;
+ALTER TABLE d DROP COLUMN s;
+ANALYZE d;
+EXPLAIN (COSTS OFF) SELECT * FROM d WHERE a < 5 AND b < 3 AND z = 3 LIMIT 3;
+SELECT * FROM d WHERE a < 5 AND b < 3 AND z = 3 ORDER BY id LIMIT 3;
+SELECT count(*) FROM d t WHERE t IS NOT NULL AND ctid > '(1,1)' AND a < 5;
+SELECT count(*) FROM d TABLESAMPLE SYSTEM (50) REPEATABLE (1) WHERE a < 5 AND b < 3;
+SET eddy.enabled = off;
+SELECT count(*) FROM d t WHERE t IS NOT NULL AND ctid > '(1,1)' AND a < 5;
+SELECT count(*) FROM d TABLESAMPLE SYSTEM (50) REPEATABLE (1) WHERE a < 5 AND b < 3;
+RESET eddy.enabled;
+DROP TABLE d;
+
 DROP TABLE s;
 DROP SEQUENCE calls;
