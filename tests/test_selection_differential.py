@@ -7,12 +7,13 @@ import random
 
 import pytest
 
-from eddytools.db import eddy_nodes, explain_json, multiset, set_gucs
+from eddytools.db import eddy_nodes, explain_json, multiset, plan_nodes, set_gucs
 from eddytools.querygen import SelectionQueryGenerator, parse, wisconsin_like_ddl
 
 QUERIES_PER_CHUNK = 40
 CHUNKS = 8
 POLICIES = ["rank", "lottery", "fixed", "random"]
+INDEX_SCANS = {"Index Scan", "Index Only Scan", "Bitmap Heap Scan"}
 
 
 @pytest.mark.parametrize("chunk", range(CHUNKS))
@@ -20,9 +21,14 @@ def test_generated_selection_queries_match_vanilla(eddy_conn, chunk):
     """Every generated query (2-6 predicates of varied shape over a NULL-heavy,
     text-bearing Wisconsin-like table) returns exactly PostgreSQL's multiset of
     rows under a random policy and reoptimization frequency, and its plan has
-    an Eddy whenever every predicate is a selection operator."""
+    an Eddy whenever every predicate is a selection operator (unless an index
+    scan that enforces all but one of them is cheaper).  Odd chunks run
+    on a table with a dropped column."""
     conn = eddy_conn
     conn.execute(wisconsin_like_ddl("wisc", 20000))
+    if chunk % 2:
+        # a dropped column: the source cannot return its physical tuple
+        conn.execute("ALTER TABLE wisc ADD COLUMN junk int; ALTER TABLE wisc DROP COLUMN junk")
     gen = SelectionQueryGenerator(seed=7100 + chunk)
     rng = random.Random(chunk)
     eddies_seen = 0
@@ -36,8 +42,10 @@ def test_generated_selection_queries_match_vanilla(eddy_conn, chunk):
                  reopt_frequency=rng.choice([1, 2, 10, 100, 1000]),
                  lottery_window=rng.choice([0, 0, 50]))
         plan = explain_json(conn, q.sql)
-        if all_routed:
-            assert eddy_nodes(plan), f"no Eddy in the plan of: {q.sql}"
+        if all_routed and not eddy_nodes(plan):
+            # only an index that enforces all but one predicate may win
+            assert any(n["Node Type"] in INDEX_SCANS for n in plan_nodes(plan)), \
+                f"no Eddy in the plan of: {q.sql}"
         if eddy_nodes(plan):
             eddies_seen += 1
         got = multiset(conn.execute(q.sql).fetchall())
