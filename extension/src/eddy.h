@@ -53,6 +53,17 @@
 #define EDDY_DEFAULT_SELECTION_MIN_COST	0.01	/* 4 x cpu_operator_cost */
 #define EDDY_MAX_SELECTION_MIN_COST		1000.0
 
+/* eddy.join_method: which join module an eddy uses per join edge */
+typedef enum EddyJoinMethod
+{
+	EDDY_JOIN_AUTO,				/* PostgreSQL's choice in its cheapest plan */
+	EDDY_JOIN_HASH,				/* symmetric hash join (two STAIRs) everywhere */
+	EDDY_JOIN_INDEX				/* index join wherever an index allows */
+} EddyJoinMethod;
+
+#define EDDY_DEFAULT_MAX_SOURCES	10
+#define EDDY_MAX_MAX_SOURCES		16
+
 typedef enum EddyRoutingPolicy
 {
 	EDDY_POLICY_RANK,			/* rank ordering on observed cost/selectivity */
@@ -67,7 +78,12 @@ extern int	eddy_reopt_frequency;
 extern int	eddy_routing_policy;
 extern int	eddy_lottery_window;
 extern double eddy_selection_min_cost;
+extern bool eddy_static_shj;
+extern int	eddy_join_method;
+extern int	eddy_max_sources;
+extern int	eddy_max_memory;
 extern void EddyGucInit(void);
+extern Size EddyMaxMemoryBytes(int nstairs);
 extern const char *EddyPolicyName(EddyRoutingPolicy policy);
 
 /* planner.c */
@@ -83,6 +99,9 @@ extern Path *EddyCreatePath(PlannerInfo *root, RelOptInfo *rel, Path *child,
 
 /* exec.c */
 extern void EddyExecInit(void);
+
+/* shj.c: the static symmetric hash join node */
+extern void EddyShjInit(void);
 
 /*
  * A selection operator at run time: one predicate, its prerequisites, and

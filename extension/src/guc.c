@@ -12,6 +12,7 @@
  */
 #include "eddy.h"
 
+#include "miscadmin.h"
 #include "utils/guc.h"
 
 bool		eddy_enabled = true;
@@ -19,6 +20,31 @@ int			eddy_reopt_frequency = EDDY_DEFAULT_REOPT_FREQUENCY;
 int			eddy_routing_policy = EDDY_POLICY_RANK;
 int			eddy_lottery_window = EDDY_DEFAULT_LOTTERY_WINDOW;
 double		eddy_selection_min_cost = EDDY_DEFAULT_SELECTION_MIN_COST;
+bool		eddy_static_shj = false;
+int			eddy_join_method = EDDY_JOIN_AUTO;
+int			eddy_max_sources = EDDY_DEFAULT_MAX_SOURCES;
+int			eddy_max_memory = -1;
+
+static const struct config_enum_entry join_method_options[] = {
+	{"auto", EDDY_JOIN_AUTO, false},
+	{"hash", EDDY_JOIN_HASH, false},
+	{"index", EDDY_JOIN_INDEX, false},
+	{NULL, 0, false}
+};
+
+/*
+ * Memory an eddy or a static symmetric hash join may hold in join state:
+ * eddy.max_memory if set, else one hash table's budget per STAIR
+ * (work_mem x hash_mem_multiplier each, as PostgreSQL gives each of its
+ * hash joins).
+ */
+Size
+EddyMaxMemoryBytes(int nstairs)
+{
+	if (eddy_max_memory >= 0)
+		return (Size) eddy_max_memory * 1024;
+	return (Size) (get_hash_memory_limit() * (double) Max(nstairs, 1));
+}
 
 static const struct config_enum_entry policy_options[] = {
 	{"rank", EDDY_POLICY_RANK, false},
@@ -110,6 +136,58 @@ EddyGucInit(void)
 							 NULL,
 							 NULL,
 							 NULL);
+
+	DefineCustomBoolVariable("eddy.static_shj",
+							 "Replaces PostgreSQL's hash joins by static symmetric hash joins (when eddy.enabled is off).",
+							 NULL,
+							 &eddy_static_shj,
+							 false,
+							 PGC_USERSET,
+							 0,
+							 NULL,
+							 NULL,
+							 NULL);
+
+	DefineCustomEnumVariable("eddy.join_method",
+							 "Join module of the eddy for each join edge.",
+							 "auto: PostgreSQL's choice (index nested loop: index join, else symmetric hash join); "
+							 "hash: symmetric hash joins; index: index joins wherever an index allows.",
+							 &eddy_join_method,
+							 EDDY_JOIN_AUTO,
+							 join_method_options,
+							 PGC_USERSET,
+							 0,
+							 NULL,
+							 NULL,
+							 NULL);
+
+	/* 2 .. 16 relations; larger blocks keep the vanilla plan */
+	DefineCustomIntVariable("eddy.max_sources",
+							"Largest number of relations one eddy may join.",
+							NULL,
+							&eddy_max_sources,
+							EDDY_DEFAULT_MAX_SOURCES,
+							2,
+							EDDY_MAX_MAX_SOURCES,
+							PGC_USERSET,
+							0,
+							NULL,
+							NULL,
+							NULL);
+
+	/* -1: work_mem x hash_mem_multiplier per STAIR; else kB per eddy */
+	DefineCustomIntVariable("eddy.max_memory",
+							"Memory an eddy or symmetric hash join may use for join state.",
+							"-1 gives each hash table (STAIR) work_mem times hash_mem_multiplier.",
+							&eddy_max_memory,
+							-1,
+							-1,
+							MAX_KILOBYTES,
+							PGC_USERSET,
+							GUC_UNIT_KB,
+							NULL,
+							NULL,
+							NULL);
 
 	MarkGUCPrefixReserved("eddy");
 }

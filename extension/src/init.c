@@ -26,5 +26,6 @@ _PG_init(void)
 	EddyGucInit();
 	EddyPlanInit();
 	EddyExecInit();
+	EddyShjInit();
 	EddyPlannerInit();
 }

@@ -34,6 +34,23 @@ SHOW eddy.enabled;
 SET eddy.enabled = maybe;
 RESET eddy.enabled;
 
+SHOW eddy.static_shj;
+SHOW eddy.join_method;
+SHOW eddy.max_sources;
+SHOW eddy.max_memory;
+SET eddy.join_method = index;
+SET eddy.join_method = merge;
+SET eddy.max_sources = 1;
+SET eddy.max_sources = 17;
+SET eddy.max_sources = 16;
+SET eddy.max_memory = '64MB';
+SHOW eddy.max_memory;
+SET eddy.max_memory = -2;
+SET eddy.max_memory = '1 parsec';
+RESET eddy.join_method;
+RESET eddy.max_sources;
+RESET eddy.max_memory;
+
 -- the prefix is reserved: a misspelt setting is an error, not a placeholder
 SET eddy.reopt_frequncy = 10;
 SET eddy.no_such_setting = on;

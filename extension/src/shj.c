@@ -1,0 +1,13 @@
+/*-------------------------------------------------------------------------
+ *
+ * shj.c
+ *	  The static symmetric hash join node (placeholder: under construction).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "eddy.h"
+
+void
+EddyShjInit(void)
+{
+}

@@ -1,0 +1,98 @@
+/*-------------------------------------------------------------------------
+ *
+ * stair.h
+ *	  STAIR: a hash table on one relation's join keys (Deshpande &
+ *	  Hellerstein, VLDB 2004, section 3.1).
+ *
+ * A STAIR holds opaque payloads (eddy tuples, or rows of a static
+ * symmetric hash join) under a key of one side of an equi-join, and
+ * supports insert and probe.  A probe brings the key of the other side of
+ * the join: hashing and equality come from the join operators' hash
+ * operator families, so cross-type joins (int4 = int8, numeric), floats
+ * (-0 = 0, NaN = NaN) and collations behave exactly as in PostgreSQL's hash
+ * join.  NULL keys are never stored and never match.
+ *
+ * A symmetric hash join is two dual STAIRs: a tuple routed to the join is
+ * inserted into its own side's STAIR and probes the other.
+ *
+ * Layout: a power-of-two array of buckets; a bucket holds a list of hash
+ * groups, one per distinct 32-bit hash value that fell into it; a group
+ * holds its entries.  A probe skips every group of a different hash and
+ * then only compares keys within its group, so heavily duplicated or
+ * skewed keys cost time proportional to the matches they produce, never
+ * quadratic.  The bucket array doubles when there are more groups than
+ * buckets.  Everything lives in the memory context given at creation, so
+ * its size is the STAIR's memory use.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef EDDY_STAIR_H
+#define EDDY_STAIR_H
+
+#include "postgres.h"
+
+#include "fmgr.h"
+#include "nodes/pg_list.h"
+
+/*
+ * How one side of an equi-join hashes its keys and compares them with the
+ * other side's.  Built once per join (StairJoinKeysInit) and shared by the
+ * two dual STAIRs.
+ */
+typedef struct StairJoinKeys
+{
+	int			nkeys;
+	Oid		   *collations;		/* per key: the join operator's input collation */
+	FmgrInfo   *hash[2];		/* per side, per key: the side's hash function */
+	FmgrInfo   *eq;				/* per key: the join operator, (side 0, side 1) */
+} StairJoinKeys;
+
+typedef struct StairEntry
+{
+	struct StairEntry *next;	/* in the same hash group */
+	void	   *payload;
+	Datum		keys[FLEXIBLE_ARRAY_MEMBER];	/* this side's key values */
+} StairEntry;
+
+typedef struct StairGroup
+{
+	struct StairGroup *next;	/* in the same bucket */
+	uint32		hash;
+	StairEntry *entries;
+} StairGroup;
+
+typedef struct Stair
+{
+	StairJoinKeys *keys;
+	int			side;			/* which side of keys this STAIR stores */
+	MemoryContext mcxt;			/* entries, groups and buckets live here */
+	StairGroup **buckets;
+	uint32		nbuckets;		/* power of two */
+	uint64		ngroups;
+	uint64		nentries;
+	/* counters for EXPLAIN ANALYZE */
+	uint64		inserted;
+	uint64		probed;
+	uint64		matched;
+} Stair;
+
+/* Iterator over the matches of one probe */
+typedef struct StairProbe
+{
+	Stair	   *stair;
+	StairEntry *next;			/* next candidate of the matching group */
+	Datum	   *keys;			/* probe key values (other side) */
+} StairProbe;
+
+extern void StairJoinKeysInit(StairJoinKeys *keys, List *opnos,
+							  List *collations);
+extern bool StairKeysHash(StairJoinKeys *keys, int side, Datum *values,
+						  bool *isnull, uint32 *hash);
+extern Stair *StairCreate(StairJoinKeys *keys, int side, MemoryContext mcxt);
+extern void StairInsert(Stair *stair, uint32 hash, Datum *values, void *payload);
+extern void StairProbeBegin(StairProbe *probe, Stair *stair, uint32 hash,
+							Datum *values);
+extern void *StairProbeNext(StairProbe *probe);
+extern void StairReset(Stair *stair);
+
+#endif							/* EDDY_STAIR_H */
