@@ -89,6 +89,7 @@ extern const char *EddyPolicyName(EddyRoutingPolicy policy);
 /* planner.c */
 extern void EddyPlannerInit(void);
 extern int	EddyUserSecurityLevel(List *clauses);
+extern List *EddyOrderQualClauses(PlannerInfo *root, List *clauses);
 extern bool EddyClauseIsCandidate(PlannerInfo *root, RestrictInfo *rinfo,
 								  int user_level);
 
@@ -97,8 +98,21 @@ extern void EddyPlanInit(void);
 extern Path *EddyCreatePath(PlannerInfo *root, RelOptInfo *rel, Path *child,
 							PathTarget *source_target);
 
+/* plan_join.c */
+extern Path *EddyCreateJoinPath(PlannerInfo *root, RelOptInfo *joinrel,
+								List *initial_rels);
+
 /* exec.c */
 extern void EddyExecInit(void);
+
+/* join.c: the executor of join eddies */
+typedef struct EddyJoinState EddyJoinState;
+extern EddyJoinState *EddyJoinBegin(CustomScanState *node, EState *estate, int eflags);
+extern TupleTableSlot *EddyJoinNext(EddyJoinState *js);
+extern void EddyJoinEnd(EddyJoinState *js);
+extern void EddyJoinRescan(EddyJoinState *js);
+extern void EddyJoinExplain(EddyJoinState *js, List *ancestors,
+							struct ExplainState *es);
 
 /* shj.c: the static symmetric hash join node */
 extern void EddyShjInit(void);
@@ -253,20 +267,53 @@ EddySelectionEval(EddyOperator *op, ExprContext *econtext)
 #define EDDY_COST_SAMPLE_INTERVAL	128
 
 /*
- * custom_private of an Eddy CustomScan: a List indexed by this enum (the
- * postgres_fdw convention).  Every element survives copyObject: Integer and
- * Float nodes, and Lists of them.  custom_exprs holds the selection
- * predicates, in PostgreSQL's evaluation order, one per operator.
+ * custom_private of an Eddy CustomScan: a List indexed by these enums (the
+ * postgres_fdw convention).  Every element survives copyObject: Integer,
+ * Float and String nodes, and Lists of them (OIDs are stored as Integers).
+ *
+ * Selection eddies (one source, selections only; plan.c):
+ *	 [EDDY_KIND_SELECTIONS, prerequisites, selectivities, costs], one element
+ *	 per operator in each list, and custom_exprs holds the predicates.
+ *
+ * Join eddies (plan_join.c):
+ *	 [EDDY_KIND_JOIN, sources, modules].  Expressions (predicates, join keys,
+ *	 join conditions for EXPLAIN) are in custom_exprs, referred to by index.
+ *	 source:	[method, first column, columns, SCAN: child plan index |
+ *				 INDEX: heap relation OID, heap attnos]
+ *	 selection: [EDDY_MODULE_SELECTION, relations bitmap, prerequisite module
+ *				 indexes, predicate expression index, planner cost (Float)]
+ *	 join:		[EDDY_MODULE_HASH_JOIN or _INDEX_JOIN,
+ *				 [side 0 relation, side 1 relation, side 0 bitmap, side 1 bitmap],
+ *				 [operator OIDs (side 0 on the left), collation OIDs],
+ *				 [side 0 key expression indexes, side 1 key expression indexes],
+ *				 INDEX: [index OID, index columns, [access method name]] | NIL,
+ *				 join condition expression index]
+ *	 An index join probes side 1's index with side 0's keys.
  */
 enum EddyPrivateIndex
 {
-	/* List of Integer: per operator, bitmap of operators that must precede it */
+	EddyPrivKind,
+	/* selection eddies */
 	EddyPrivPrerequisites,
-	/* List of Float: per operator, the planner's selectivity estimate */
 	EddyPrivEstSelectivity,
-	/* List of Float: per operator, the planner's per-tuple cost estimate */
 	EddyPrivEstCost,
-	EddyPrivNumItems
+	EddyPrivNumItems,
+	/* join eddies */
+	EddyPrivSources = 1,
+	EddyPrivModules = 2
 };
+
+#define EDDY_KIND_SELECTIONS	0
+#define EDDY_KIND_JOIN			1
+
+#define EDDY_SOURCE_SCAN		0
+#define EDDY_SOURCE_INDEX		1
+
+#define EDDY_MODULE_SELECTION	0
+#define EDDY_MODULE_HASH_JOIN	1
+#define EDDY_MODULE_INDEX_JOIN	2
+
+/* join eddies: at most this many modules (done bitmaps are 64 bits) */
+#define EDDY_MAX_MODULES		64
 
 #endif							/* EDDY_H */

@@ -52,6 +52,7 @@ typedef struct EddyScanState
 	PlanState  *source;			/* the relation's scan */
 	EddyOperator *ops;			/* selection operators, PostgreSQL's order */
 	EddyRouter	router;
+	EddyJoinState *join;		/* join eddies: everything is in join.c */
 	int			until_sample;	/* tuples until the next timed routing */
 	int			deform_natts;	/* scan columns the operators read */
 } EddyScanState;
@@ -60,6 +61,7 @@ static Node *eddy_create_scan_state(CustomScan *cscan);
 static void eddy_begin(CustomScanState *node, EState *estate, int eflags);
 static TupleTableSlot *eddy_exec(CustomScanState *node);
 static TupleTableSlot *eddy_exec_node(PlanState *pstate);
+static TupleTableSlot *eddy_join_exec_node(PlanState *pstate);
 static void eddy_end(CustomScanState *node);
 static void eddy_rescan(CustomScanState *node);
 static void eddy_explain(CustomScanState *node, List *ancestors,
@@ -100,16 +102,25 @@ eddy_begin(CustomScanState *node, EState *estate, int eflags)
 {
 	EddyScanState *state = (EddyScanState *) node;
 	CustomScan *cscan = (CustomScan *) node->ss.ps.plan;
-	List	   *prereqs = list_nth(cscan->custom_private, EddyPrivPrerequisites);
-	List	   *est_sel = list_nth(cscan->custom_private, EddyPrivEstSelectivity);
-	List	   *est_cost = list_nth(cscan->custom_private, EddyPrivEstCost);
+	List	   *prereqs;
+	List	   *est_sel;
+	List	   *est_cost;
 	int			nops = list_length(cscan->custom_exprs);
 	const TupleTableSlotOps *source_ops;
 	bool		source_ops_fixed;
 	int			i;
 
+	if (intVal(linitial(cscan->custom_private)) == EDDY_KIND_JOIN)
+	{
+		state->join = EddyJoinBegin(node, estate, eflags);
+		node->ss.ps.ExecProcNode = eddy_join_exec_node;
+		return;
+	}
 	Assert(list_length(cscan->custom_private) == EddyPrivNumItems);
 	Assert(nops <= EDDY_MAX_SELECTIONS);
+	prereqs = list_nth(cscan->custom_private, EddyPrivPrerequisites);
+	est_sel = list_nth(cscan->custom_private, EddyPrivEstSelectivity);
+	est_cost = list_nth(cscan->custom_private, EddyPrivEstCost);
 
 	state->source = ExecInitNode(linitial(cscan->custom_plans), estate, eflags);
 	node->custom_ps = list_make1(state->source);
@@ -236,8 +247,16 @@ eddy_exec_node(PlanState *pstate)
 }
 
 static TupleTableSlot *
+eddy_join_exec_node(PlanState *pstate)
+{
+	return EddyJoinNext(((EddyScanState *) pstate)->join);
+}
+
+static TupleTableSlot *
 eddy_exec(CustomScanState *node)
 {
+	if (((EddyScanState *) node)->join)
+		return eddy_join_exec_node(&node->ss.ps);
 	return eddy_exec_node(&node->ss.ps);
 }
 
@@ -246,7 +265,10 @@ eddy_end(CustomScanState *node)
 {
 	EddyScanState *state = (EddyScanState *) node;
 
-	ExecEndNode(state->source);
+	if (state->join)
+		EddyJoinEnd(state->join);
+	else
+		ExecEndNode(state->source);
 }
 
 static void
@@ -254,6 +276,11 @@ eddy_rescan(CustomScanState *node)
 {
 	EddyScanState *state = (EddyScanState *) node;
 
+	if (state->join)
+	{
+		EddyJoinRescan(state->join);
+		return;
+	}
 	if (node->ss.ps.chgParam != NULL)
 		UpdateChangedParamSet(state->source, node->ss.ps.chgParam);
 	if (state->source->chgParam == NULL)
@@ -304,6 +331,11 @@ eddy_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 	List	   *context;
 	int			i;
 
+	if (state->join)
+	{
+		EddyJoinExplain(state->join, ancestors, es);
+		return;
+	}
 	context = set_deparse_context_plan(es->deparse_cxt, node->ss.ps.plan,
 									   ancestors);
 

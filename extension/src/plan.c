@@ -188,7 +188,8 @@ eddy_plan_custom_path(PlannerInfo *root, RelOptInfo *rel,
 	cscan->flags = best_path->flags;
 	cscan->custom_plans = custom_plans;
 	cscan->custom_exprs = exprs;
-	cscan->custom_private = list_make3(prereqs, est_sel, est_cost);
+	cscan->custom_private = list_make4(makeInteger(EDDY_KIND_SELECTIONS),
+									   prereqs, est_sel, est_cost);
 	cscan->custom_scan_tlist = copyObject(source->targetlist);
 	cscan->custom_relids = NULL;	/* set by the caller */
 	cscan->methods = &eddy_scan_methods;

@@ -41,19 +41,26 @@
 #include "optimizer/pathnode.h"
 #include "optimizer/paths.h"
 #include "optimizer/plancat.h"
+#include "optimizer/geqo.h"
+#include "parser/parsetree.h"
 #include "optimizer/tlist.h"
 #include "utils/lsyscache.h"
 
 static set_rel_pathlist_hook_type prev_set_rel_pathlist_hook = NULL;
+static join_search_hook_type prev_join_search_hook = NULL;
 
 static void eddy_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel,
 								  Index rti, RangeTblEntry *rte);
+static RelOptInfo *eddy_join_search(PlannerInfo *root, int levels_needed,
+									List *initial_rels);
 
 void
 EddyPlannerInit(void)
 {
 	prev_set_rel_pathlist_hook = set_rel_pathlist_hook;
 	set_rel_pathlist_hook = eddy_set_rel_pathlist;
+	prev_join_search_hook = join_search_hook;
+	join_search_hook = eddy_join_search;
 }
 
 /*
@@ -124,6 +131,70 @@ EddyUserSecurityLevel(List *clauses)
 			level = rinfo->security_level;
 	}
 	return (int) level;
+}
+
+/*
+ * The clauses in the order PostgreSQL evaluates them (createplan.c's
+ * order_qual_clauses, which is static): by security level, a leakproof
+ * clause counting as level 0, then by cost; stable.
+ */
+List *
+EddyOrderQualClauses(PlannerInfo *root, List *clauses)
+{
+	typedef struct
+	{
+		Node	   *clause;
+		Cost		cost;
+		Index		security_level;
+	} QualItem;
+	int			n = list_length(clauses);
+	QualItem   *items;
+	List	   *result = NIL;
+	ListCell   *lc;
+	int			i;
+
+	if (n <= 1)
+		return list_copy(clauses);
+	items = palloc(n * sizeof(QualItem));
+	i = 0;
+	foreach(lc, clauses)
+	{
+		Node	   *clause = lfirst(lc);
+		QualCost	qcost;
+
+		cost_qual_eval_node(&qcost, clause, root);
+		items[i].clause = clause;
+		items[i].cost = qcost.per_tuple;
+		if (IsA(clause, RestrictInfo))
+		{
+			RestrictInfo *rinfo = (RestrictInfo *) clause;
+
+			items[i].security_level = rinfo->leakproof ? 0 : rinfo->security_level;
+		}
+		else
+			items[i].security_level = 0;
+		i++;
+	}
+	for (i = 1; i < n; i++)
+	{
+		QualItem	newitem = items[i];
+		int			j;
+
+		for (j = i; j > 0; j--)
+		{
+			QualItem   *olditem = &items[j - 1];
+
+			if (newitem.security_level > olditem->security_level ||
+				(newitem.security_level == olditem->security_level &&
+				 newitem.cost >= olditem->cost))
+				break;
+			items[j] = *olditem;
+		}
+		items[j] = newitem;
+	}
+	for (i = 0; i < n; i++)
+		result = lappend(result, items[i].clause);
+	return result;
 }
 
 /*
@@ -353,4 +424,90 @@ eddy_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
 	}
 	rel->pathlist = new_pathlist;
 	rel->partial_pathlist = NIL;
+}
+
+/* ----------------------------------------------------------------
+ *		Join blocks
+ * ----------------------------------------------------------------
+ */
+
+/*
+ * Why the block joining initial_rels cannot be an eddy, or NULL if it can:
+ * every relation must be a base relation of this query level, inner-joined
+ * (no outer, semi or anti join touches the block), not the target of a
+ * data-modifying statement, with no row marks and no LATERAL references.
+ */
+static const char *
+eddy_join_unsupported_reason(PlannerInfo *root, RelOptInfo *joinrel,
+							 List *initial_rels)
+{
+	ListCell   *lc;
+
+	if (list_length(initial_rels) > eddy_max_sources)
+		return "more relations than eddy.max_sources";
+	if (root->rowMarks != NIL)
+		return "the query has row marks (FOR UPDATE/SHARE or a data-modifying statement)";
+	if (root->hasLateralRTEs)
+		return "the query has LATERAL references";
+	foreach(lc, root->join_info_list)
+	{
+		SpecialJoinInfo *sjinfo = lfirst(lc);
+
+		if (bms_overlap(sjinfo->min_lefthand, joinrel->relids) ||
+			bms_overlap(sjinfo->min_righthand, joinrel->relids) ||
+			bms_overlap(sjinfo->syn_lefthand, joinrel->relids) ||
+			bms_overlap(sjinfo->syn_righthand, joinrel->relids))
+			return "the block has outer, semi or anti joins";
+	}
+	foreach(lc, initial_rels)
+	{
+		RelOptInfo *rel = lfirst(lc);
+
+		if (rel->reloptkind != RELOPT_BASEREL)
+			return "a member is not a base relation (join_collapse_limit or from_collapse_limit)";
+		if (root->parse->resultRelation == (int) rel->relid)
+			return "a relation is the target of a data-modifying statement";
+		if (!bms_is_empty(rel->lateral_relids) || !bms_is_empty(rel->lateral_referencers))
+			return "a relation has LATERAL references";
+		if (IS_DUMMY_REL(rel))
+			return "a relation is proven empty";
+	}
+	if (IS_DUMMY_REL(joinrel))
+		return "the join is proven empty";
+	return NULL;
+}
+
+static RelOptInfo *
+eddy_join_search(PlannerInfo *root, int levels_needed, List *initial_rels)
+{
+	RelOptInfo *final_rel;
+	const char *reason;
+	Path	   *path;
+
+	if (prev_join_search_hook)
+		final_rel = prev_join_search_hook(root, levels_needed, initial_rels);
+	else if (enable_geqo && levels_needed >= geqo_threshold)
+		final_rel = geqo(root, levels_needed, initial_rels);
+	else
+		final_rel = standard_join_search(root, levels_needed, initial_rels);
+
+	if (!eddy_enabled || final_rel == NULL)
+		return final_rel;
+	reason = eddy_join_unsupported_reason(root, final_rel, initial_rels);
+	if (reason != NULL)
+	{
+		elog(DEBUG1, "eddy: join of %d relations not used: %s",
+			 list_length(initial_rels), reason);
+		return final_rel;
+	}
+	if (!eddy_extension_created())
+		return final_rel;
+
+	path = EddyCreateJoinPath(root, final_rel, initial_rels);
+	if (path == NULL)
+		return final_rel;
+	final_rel->pathlist = list_make1(path);
+	final_rel->partial_pathlist = NIL;
+	set_cheapest(final_rel);
+	return final_rel;
 }

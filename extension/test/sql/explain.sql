@@ -80,7 +80,7 @@ EXPLAIN (COSTS OFF) SELECT * FROM parted WHERE k = 1 AND v = 1;
 EXPLAIN (COSTS OFF) SELECT count(*) FROM wisc WHERE unique2 < 100 AND unique2 > 5;
 RESET client_min_messages;
 
--- joins are not eddies yet: vanilla plan
+-- a join block is a join eddy (join.sql); its restrictions are routed too
 EXPLAIN (COSTS OFF)
 SELECT count(*) FROM wisc a JOIN wisc b ON a.unique1 = b.unique2 WHERE a.two = 0 AND a.four = 0;
 

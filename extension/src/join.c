@@ -1,0 +1,1332 @@
+/*-------------------------------------------------------------------------
+ *
+ * join.c
+ *	  Executor of join eddies: eddy tuples, STAIR and index join modules,
+ *	  routing by signature, and the stack-based iterator.
+ *
+ * The eddy tuple (Deshpande 2004, section 2.2) is an array of pointers to
+ * source rows, one per relation of the block (NULL when absent), with two
+ * bitmaps: the relations it spans and the modules it has visited (done).
+ * A source row holds the deformed values of its relation's columns (the
+ * relation's range of the wide tuple, custom_scan_tlist); rows are never
+ * deformed twice.  Predicates, join key expressions and the output
+ * projection read the node's scan slot, a virtual slot of the wide shape,
+ * filled by copying the present rows' values into their ranges.
+ *
+ * Modules (plan_join.c chose them):
+ *	 selection	 a predicate; eligible once the tuple spans its relations and
+ *				 its prerequisites are done.
+ *	 hash join	 two dual STAIRs (stair.c) on the two sides' keys.  A tuple
+ *				 routed to it is inserted into its own side's STAIR and
+ *				 probes the other (the Dual Routing Property).
+ *	 index join	 probes an index of the relation on side 1 with side 0's
+ *				 keys, under the query's snapshot; side 1 is not scanned.
+ * A tuple may go to a join only if it spans the join's relation on one
+ * side and nothing of the other side (in the spanning tree), and never
+ * visits a module twice: that makes every result appear exactly once.
+ *
+ * Routing: a signature is (spans, done).  The routing table maps it to the
+ * next module and direction, or to output (every relation spanned, every
+ * module done).  Entries are chosen lazily per epoch by the policy, from
+ * per-module, per-direction statistics (tuples in, tuples out, sampled
+ * cost; out/in is the selectivity of a selection and the fan-out of a
+ * join), recomputed every eddy.reopt_frequency routed tuples as in
+ * routing.c.  Sources are read round-robin.
+ *
+ * The iterator (section 2.1.4): a stack of active join modules, each with
+ * an outstanding probe.  The eddy drains the top module's matches, routing
+ * each; when the stack is empty (a point of stasis) it reads the next
+ * source tuple.  The state machine is that loop.
+ *
+ * Memory: two contexts.  "state" holds what STAIRs keep: a tuple inserted
+ * into a STAIR is copied there with its rows (a row is copied once and
+ * then shared).  "transient" holds everything else (fresh source rows,
+ * probe results) and is reset at every point of stasis.  Their total is
+ * checked against eddy.max_memory (EddyMaxMemoryBytes) and exceeding it is
+ * an ERROR.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "eddy.h"
+
+#include <math.h>
+#include <time.h>
+
+#include "access/genam.h"
+#include "access/relscan.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "catalog/pg_am.h"
+#include "commands/explain.h"
+#include "executor/executor.h"
+#include "miscadmin.h"
+#include "nodes/nodeFuncs.h"
+#include "stair.h"
+#include "utils/datum.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/ruleutils.h"
+
+#define EDDY_STATS_HALFLIFE_TUPLES	1000.0
+#define EDDY_ROUTE_NONE		(-2)
+#define EDDY_ROUTE_OUT		(-1)
+
+typedef struct EddyRow
+{
+	struct EddyRow *persistent; /* its copy in state memory, once made */
+	bool		in_state;
+	Datum	   *values;
+	bool	   *isnull;
+} EddyRow;
+
+typedef struct EddyTuple
+{
+	uint32		spans;			/* relations present */
+	uint64		done;			/* modules visited */
+	EddyRow    *rows[FLEXIBLE_ARRAY_MEMBER];
+} EddyTuple;
+
+typedef struct JSource
+{
+	int			method;
+	int			first_col;
+	int			ncols;
+	int16	   *typlen;
+	bool	   *typbyval;
+	/* scanned */
+	PlanState  *plan;
+	bool		exhausted;
+	/* reached through an index */
+	Oid			heapoid;
+	Relation	heap;
+	AttrNumber *attnos;
+	AttrNumber	max_attno;
+	TupleTableSlot *heapslot;
+} JSource;
+
+typedef struct JStats
+{
+	uint64		in;
+	uint64		out;
+	uint64		samples;
+	double		cost_ns;
+	uint64		seen_in;
+	uint64		seen_out;
+	uint64		seen_samples;
+	double		seen_ns;
+	double		w_in;
+	double		w_out;
+	double		w_samples;
+	double		w_ns;
+	double		score;
+} JStats;
+
+typedef struct JModule
+{
+	int			type;
+	char	   *label;			/* for EXPLAIN */
+	Expr	   *expr;			/* predicate, or join condition */
+	/* selection */
+	uint32		rels;
+	uint64		prereq;
+	ExprState  *qual;
+	double		est_cost_ns;
+	/* joins */
+	int			rel[2];
+	uint32		side[2];
+	StairJoinKeys keys;
+	Stair	   *stair[2];
+	int			nkeys;
+	int		   *keycol[2];		/* per key: column of the side's row, or -1 */
+	ExprState **keyexpr[2];		/* per key, when not a plain column */
+	int16	   *keylen[2];
+	bool	   *keybyval[2];
+	/* index join */
+	Oid			indexoid;
+	Relation	index;
+	IndexScanDesc scan;
+	ScanKey		skeys;
+	JStats		stats[2];		/* per direction */
+} JModule;
+
+typedef struct JFrame
+{
+	JModule    *mod;
+	int			dir;
+	EddyTuple  *probe;
+	StairProbe	sp;
+} JFrame;
+
+typedef struct JRouteEntry
+{
+	uint32		spans;
+	uint64		done;
+	uint32		epoch;			/* 0: empty slot */
+	int			choice;			/* module * 2 + direction, or EDDY_ROUTE_OUT */
+} JRouteEntry;
+
+typedef struct EddyJoinState
+{
+	CustomScanState *node;
+	int			nsources;
+	JSource    *sources;
+	int			nmodules;
+	JModule    *modules;
+	uint32		all_rels;
+	uint64		all_done;
+	TupleTableSlot *wide;
+	EddyRow   **loaded;			/* row whose values are in the wide slot */
+	MemoryContext state;
+	MemoryContext transient;
+	Size		max_memory;
+	Size		peak_memory;
+	JFrame	   *stack;
+	int			nstack;
+	int			next_source;
+	/* routing */
+	EddyRoutingPolicy policy;
+	int			reopt_frequency;
+	int			lottery_window;
+	JRouteEntry *routes;
+	uint32		nroutes;		/* slots, a power of two */
+	uint32		nroutes_used;
+	uint32		epoch;
+	uint64		routed;
+	int64		until_reopt;
+	uint64		stats_routed;
+	uint64		recomputations;
+	int			until_sample;
+	pg_prng_state rng;
+} EddyJoinState;
+
+static inline double
+now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double) ts.tv_sec * 1e9 + (double) ts.tv_nsec;
+}
+
+/* ----------------------------------------------------------------
+ *		Memory
+ * ----------------------------------------------------------------
+ */
+
+static void
+check_memory(EddyJoinState *js)
+{
+	Size		used = MemoryContextMemAllocated(js->state, true) +
+		MemoryContextMemAllocated(js->transient, true);
+
+	if (used > js->peak_memory)
+		js->peak_memory = used;
+	if (used > js->max_memory)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("eddy join state exceeds eddy.max_memory (%zu kB)",
+						js->max_memory / 1024),
+				 errhint("Raise eddy.max_memory, or work_mem / hash_mem_multiplier when eddy.max_memory is -1.")));
+}
+
+/* A row of source i from values/isnull, in the current memory context */
+static EddyRow *
+make_row(JSource *src, Datum *values, bool *isnull)
+{
+	EddyRow    *row = palloc(sizeof(EddyRow) +
+							 src->ncols * (sizeof(Datum) + sizeof(bool)));
+	int			c;
+
+	row->persistent = NULL;
+	row->in_state = false;
+	row->values = (Datum *) (row + 1);
+	row->isnull = (bool *) (row->values + src->ncols);
+	for (c = 0; c < src->ncols; c++)
+	{
+		row->isnull[c] = isnull[c];
+		row->values[c] = (isnull[c] || src->typbyval[c]) ? values[c] :
+			datumCopy(values[c], false, src->typlen[c]);
+	}
+	return row;
+}
+
+/* The copy of a row in state memory (made once, then shared) */
+static EddyRow *
+persist_row(EddyJoinState *js, int i, EddyRow *row)
+{
+	MemoryContext old;
+	EddyRow    *copy;
+
+	if (row->in_state)
+		return row;
+	if (row->persistent != NULL)
+		return row->persistent;
+	old = MemoryContextSwitchTo(js->state);
+	copy = make_row(&js->sources[i], row->values, row->isnull);
+	copy->in_state = true;
+	MemoryContextSwitchTo(old);
+	row->persistent = copy;
+	return copy;
+}
+
+static EddyTuple *
+alloc_tuple(EddyJoinState *js, MemoryContext mcxt)
+{
+	return MemoryContextAllocZero(mcxt, offsetof(EddyTuple, rows) +
+								  sizeof(EddyRow *) * js->nsources);
+}
+
+/* A tuple's copy in state memory, for a STAIR to keep */
+static EddyTuple *
+store_tuple(EddyJoinState *js, EddyTuple *t)
+{
+	EddyTuple  *s = alloc_tuple(js, js->state);
+	int			i;
+
+	s->spans = t->spans;
+	s->done = t->done;
+	for (i = 0; i < js->nsources; i++)
+		if (t->rows[i] != NULL)
+			s->rows[i] = persist_row(js, i, t->rows[i]);
+	return s;
+}
+
+/* Put the tuple's rows into the wide slot */
+static void
+fill_slot(EddyJoinState *js, EddyTuple *t)
+{
+	TupleTableSlot *slot = js->wide;
+	int			i;
+
+	ExecClearTuple(slot);
+	for (i = 0; i < js->nsources; i++)
+	{
+		EddyRow    *row = t->rows[i];
+		JSource    *src = &js->sources[i];
+
+		if (row == NULL || js->loaded[i] == row)
+			continue;
+		memcpy(slot->tts_values + src->first_col, row->values, sizeof(Datum) * src->ncols);
+		memcpy(slot->tts_isnull + src->first_col, row->isnull, sizeof(bool) * src->ncols);
+		js->loaded[i] = row;
+	}
+	ExecStoreVirtualTuple(slot);
+}
+
+/* ----------------------------------------------------------------
+ *		Setup
+ * ----------------------------------------------------------------
+ */
+
+static void
+init_key_side(EddyJoinState *js, JModule *m, int side, List *exprs_idx,
+			  List *custom_exprs, PlanState *parent)
+{
+	JSource    *src = &js->sources[m->rel[side]];
+	int			k = 0;
+	ListCell   *lc;
+
+	m->keycol[side] = palloc(sizeof(int) * Max(m->nkeys, 1));
+	m->keyexpr[side] = palloc0(sizeof(ExprState *) * Max(m->nkeys, 1));
+	m->keylen[side] = palloc(sizeof(int16) * Max(m->nkeys, 1));
+	m->keybyval[side] = palloc(sizeof(bool) * Max(m->nkeys, 1));
+	foreach(lc, exprs_idx)
+	{
+		Expr	   *e = list_nth(custom_exprs, lfirst_int(lc));
+		Var		   *var = (Var *) e;
+
+		get_typlenbyval(exprType((Node *) e), &m->keylen[side][k], &m->keybyval[side][k]);
+		if (IsA(var, Var) && var->varno == INDEX_VAR &&
+			var->varattno - 1 >= src->first_col &&
+			var->varattno - 1 < src->first_col + src->ncols)
+		{
+			m->keycol[side][k] = var->varattno - 1 - src->first_col;
+		}
+		else
+		{
+			m->keycol[side][k] = -1;
+			m->keyexpr[side][k] = ExecInitExpr(e, parent);
+		}
+		k++;
+	}
+}
+
+static void
+init_index_join(EddyJoinState *js, JModule *m, List *opnos, List *indexinfo)
+{
+	JSource    *inner = &js->sources[m->rel[1]];
+	List	   *cols = lsecond(indexinfo);
+	int			k;
+
+	m->indexoid = (Oid) intVal(linitial(indexinfo));
+	m->index = index_open(m->indexoid, AccessShareLock);
+	m->skeys = palloc0(sizeof(ScanKeyData) * Max(m->nkeys, 1));
+	for (k = 0; k < m->nkeys; k++)
+	{
+		/* the plan orients operators side 0 (outer) on the left: commute */
+		Oid			opno = get_commutator((Oid) intVal(list_nth(opnos, k)));
+		int			col = list_nth_int(cols, k);
+		Oid			opfamily = m->index->rd_opfamily[col - 1];
+		int			strategy;
+		Oid			lefttype;
+		Oid			righttype;
+
+		if (!OidIsValid(opno))
+			elog(ERROR, "eddy: no commutator for an index join operator");
+		get_op_opfamily_properties(opno, opfamily, false, &strategy, &lefttype,
+								   &righttype);
+		ScanKeyEntryInitialize(&m->skeys[k], 0, col, strategy, righttype,
+							   m->keys.collations[k], get_opcode(opno), (Datum) 0);
+	}
+	m->scan = index_beginscan(inner->heap, m->index,
+							  js->node->ss.ps.state->es_snapshot, m->nkeys, 0);
+}
+
+EddyJoinState *
+EddyJoinBegin(CustomScanState *node, EState *estate, int eflags)
+{
+	CustomScan *cscan = (CustomScan *) node->ss.ps.plan;
+	List	   *sources = list_nth(cscan->custom_private, EddyPrivSources);
+	List	   *modules = list_nth(cscan->custom_private, EddyPrivModules);
+	EddyJoinState *js = palloc0(sizeof(EddyJoinState));
+	TupleDesc	wide_desc = node->ss.ss_ScanTupleSlot->tts_tupleDescriptor;
+	List	   *child_states = NIL;
+	int			nstairs = 0;
+	int			i;
+	ListCell   *lc;
+
+	js->node = node;
+	js->wide = node->ss.ss_ScanTupleSlot;
+	js->nsources = list_length(sources);
+	js->sources = palloc0(sizeof(JSource) * js->nsources);
+	js->loaded = palloc0(sizeof(EddyRow *) * js->nsources);
+	js->all_rels = (js->nsources >= 32) ? ~0u : ((1u << js->nsources) - 1);
+	js->state = AllocSetContextCreate(estate->es_query_cxt, "eddy join state",
+									  ALLOCSET_DEFAULT_SIZES);
+	js->transient = AllocSetContextCreate(estate->es_query_cxt, "eddy transient tuples",
+										  ALLOCSET_DEFAULT_SIZES);
+
+	/* sources */
+	for (i = 0; i < js->nsources; i++)
+	{
+		List	   *s = list_nth(sources, i);
+		JSource    *src = &js->sources[i];
+		int			c;
+
+		src->method = intVal(linitial(s));
+		src->first_col = intVal(lsecond(s));
+		src->ncols = intVal(lthird(s));
+		src->typlen = palloc(sizeof(int16) * Max(src->ncols, 1));
+		src->typbyval = palloc(sizeof(bool) * Max(src->ncols, 1));
+		for (c = 0; c < src->ncols; c++)
+		{
+			Form_pg_attribute att = TupleDescAttr(wide_desc, src->first_col + c);
+
+			src->typlen[c] = att->attlen;
+			src->typbyval[c] = att->attbyval;
+		}
+		if (src->method == EDDY_SOURCE_SCAN)
+		{
+			Plan	   *child = list_nth(cscan->custom_plans, intVal(lfourth(s)));
+
+			src->plan = ExecInitNode(child, estate, eflags);
+			child_states = lappend(child_states, src->plan);
+		}
+		else
+		{
+			List	   *attnos = list_nth(s, 4);
+			int			k = 0;
+			ListCell   *lc2;
+
+			src->heapoid = (Oid) intVal(lfourth(s));
+			src->heap = table_open(src->heapoid, AccessShareLock);
+			src->attnos = palloc(sizeof(AttrNumber) * Max(src->ncols, 1));
+			foreach(lc2, attnos)
+			{
+				src->attnos[k] = lfirst_int(lc2);
+				src->max_attno = Max(src->max_attno, src->attnos[k]);
+				k++;
+			}
+			src->heapslot = table_slot_create(src->heap, NULL);
+		}
+	}
+	node->custom_ps = child_states;
+
+	/* modules */
+	js->nmodules = list_length(modules);
+	js->modules = palloc0(sizeof(JModule) * Max(js->nmodules, 1));
+	i = 0;
+	foreach(lc, modules)
+	{
+		List	   *md = lfirst(lc);
+		JModule    *m = &js->modules[i];
+
+		m->type = intVal(linitial(md));
+		if (m->type == EDDY_MODULE_SELECTION)
+		{
+			ListCell   *lc2;
+
+			m->rels = (uint32) intVal(lsecond(md));
+			foreach(lc2, (List *) lthird(md))
+				m->prereq |= UINT64CONST(1) << lfirst_int(lc2);
+			m->expr = list_nth(cscan->custom_exprs, intVal(lfourth(md)));
+			m->qual = ExecInitQual(list_make1(m->expr), &node->ss.ps);
+			m->est_cost_ns = floatVal(list_nth(md, 4)) * 4000.0;
+			m->label = "Selection";
+		}
+		else
+		{
+			List	   *ends = lsecond(md);
+			List	   *ops = lthird(md);
+			List	   *keys = lfourth(md);
+			List	   *indexinfo = list_nth(md, 4);
+
+			m->rel[0] = intVal(linitial(ends));
+			m->rel[1] = intVal(lsecond(ends));
+			m->side[0] = (uint32) intVal(lthird(ends));
+			m->side[1] = (uint32) intVal(lfourth(ends));
+			m->nkeys = list_length(linitial(ops));
+			{
+				List	   *opnos = NIL;
+				List	   *colls = NIL;
+				ListCell   *lc2;
+
+				foreach(lc2, (List *) linitial(ops))
+					opnos = lappend_oid(opnos, (Oid) intVal(lfirst(lc2)));
+				foreach(lc2, (List *) lsecond(ops))
+					colls = lappend_oid(colls, (Oid) intVal(lfirst(lc2)));
+				StairJoinKeysInit(&m->keys, opnos, colls);
+			}
+			init_key_side(js, m, 0, linitial(keys), cscan->custom_exprs, &node->ss.ps);
+			init_key_side(js, m, 1, lsecond(keys), cscan->custom_exprs, &node->ss.ps);
+			m->expr = list_nth(cscan->custom_exprs, intVal(list_nth(md, 5)));
+			if (m->type == EDDY_MODULE_HASH_JOIN)
+			{
+				MemoryContext old = MemoryContextSwitchTo(estate->es_query_cxt);
+
+				m->stair[0] = StairCreate(&m->keys, 0, js->state);
+				m->stair[1] = StairCreate(&m->keys, 1, js->state);
+				MemoryContextSwitchTo(old);
+				m->label = "Hash Join";
+				nstairs += 2;
+			}
+			else
+			{
+				init_index_join(js, m, linitial(ops), indexinfo);
+				m->label = "Index Join";
+			}
+		}
+		i++;
+	}
+	js->all_done = (js->nmodules >= 64) ? ~UINT64CONST(0) :
+		((UINT64CONST(1) << js->nmodules) - 1);
+	js->max_memory = EddyMaxMemoryBytes(Max(nstairs, 1));
+	js->stack = palloc(sizeof(JFrame) * Max(js->nmodules, 1));
+
+	js->policy = (EddyRoutingPolicy) eddy_routing_policy;
+	js->reopt_frequency = eddy_reopt_frequency;
+	js->lottery_window = eddy_lottery_window;
+	js->nroutes = 1024;
+	js->routes = palloc0(sizeof(JRouteEntry) * js->nroutes);
+	js->epoch = 1;
+	js->until_reopt = js->reopt_frequency;
+	js->until_sample = 1;
+	pg_prng_seed(&js->rng, UINT64CONST(0x5eed0edd) ^ (uint64) cscan->scan.plan.plan_node_id);
+	return js;
+}
+
+/* ----------------------------------------------------------------
+ *		Routing
+ * ----------------------------------------------------------------
+ */
+
+static double
+stats_cost(JStats *st, double prior)
+{
+	if (st->w_samples > 1e-9)
+		return Max(st->w_ns / st->w_samples, 1.0);
+	if (st->samples > 0)
+		return Max(st->cost_ns / st->samples, 1.0);
+	return Max(prior, 1.0);
+}
+
+static void
+reoptimize(EddyJoinState *js)
+{
+	double		decay;
+	int			m;
+
+	js->until_reopt = js->reopt_frequency;
+	if (js->policy == EDDY_POLICY_FIXED)
+		return;					/* PostgreSQL's order never changes */
+	decay = exp2(-(double) (js->routed - js->stats_routed) / EDDY_STATS_HALFLIFE_TUPLES);
+	js->stats_routed = js->routed;
+	for (m = 0; m < js->nmodules; m++)
+	{
+		JModule    *mod = &js->modules[m];
+		int			d;
+
+		for (d = 0; d < 2; d++)
+		{
+			JStats	   *st = &mod->stats[d];
+			double		ratio;
+			double		cost;
+
+			st->w_in = st->w_in * decay + (double) (st->in - st->seen_in);
+			st->w_out = st->w_out * decay + (double) (st->out - st->seen_out);
+			st->w_samples = st->w_samples * decay + (double) (st->samples - st->seen_samples);
+			st->w_ns = st->w_ns * decay + (st->cost_ns - st->seen_ns);
+			st->seen_in = st->in;
+			st->seen_out = st->out;
+			st->seen_samples = st->samples;
+			st->seen_ns = st->cost_ns;
+
+			/* selectivity or fan-out, with a prior of 1 tuple */
+			ratio = (st->w_out + (mod->type == EDDY_MODULE_SELECTION ? 0.5 : 1.0)) /
+				(st->w_in + 1.0);
+			cost = stats_cost(st, mod->type == EDDY_MODULE_SELECTION ? mod->est_cost_ns : 1000.0);
+			switch (js->policy)
+			{
+				case EDDY_POLICY_RANK:
+					st->score = (1.0 - ratio) / cost;
+					break;
+				case EDDY_POLICY_LOTTERY:
+					{
+						double		tickets = 1.0 + (double) st->in - (double) st->out;
+
+						st->score = Max(tickets, 1.0) / cost;
+					}
+					break;
+				default:
+					st->score = 0.0;
+					break;
+			}
+		}
+	}
+	js->epoch++;
+	if (js->epoch == 0)
+	{
+		memset(js->routes, 0, sizeof(JRouteEntry) * js->nroutes);
+		js->nroutes_used = 0;
+		js->epoch = 1;
+	}
+	js->recomputations++;
+}
+
+/* Can module m take tuple t, and in which direction? (-1: no) */
+static int
+eligible_dir(EddyJoinState *js, JModule *m, int mi, uint32 spans, uint64 done)
+{
+	if (done & (UINT64CONST(1) << mi))
+		return -1;
+	if (m->type == EDDY_MODULE_SELECTION)
+		return ((m->rels & ~spans) == 0 && (m->prereq & ~done) == 0) ? 0 : -1;
+	if ((spans & (1u << m->rel[0])) && (spans & ~m->side[0]) == 0)
+		return 0;
+	if (m->type == EDDY_MODULE_HASH_JOIN &&
+		(spans & (1u << m->rel[1])) && (spans & ~m->side[1]) == 0)
+		return 1;
+	return -1;
+}
+
+static int
+choose_route(EddyJoinState *js, uint32 spans, uint64 done)
+{
+	int			cand[2 * EDDY_MAX_MODULES];
+	int			n = 0;
+	int			m;
+	int			choice = -1;
+
+	if (spans == js->all_rels && done == js->all_done)
+		return EDDY_ROUTE_OUT;
+	for (m = 0; m < js->nmodules; m++)
+	{
+		int			d = eligible_dir(js, &js->modules[m], m, spans, done);
+
+		if (d >= 0)
+			cand[n++] = m * 2 + d;
+	}
+	if (n == 0)
+		elog(ERROR, "eddy: no module can take a tuple spanning %x with modules %llx done",
+			 spans, (unsigned long long) done);
+	switch (js->policy)
+	{
+		case EDDY_POLICY_FIXED:
+			choice = cand[0];
+			break;
+		case EDDY_POLICY_RANDOM:
+			choice = cand[pg_prng_uint64_range(&js->rng, 0, n - 1)];
+			break;
+		case EDDY_POLICY_RANK:
+			{
+				double		best = 0;
+				int			k;
+
+				for (k = 0; k < n; k++)
+				{
+					double		s = js->modules[cand[k] / 2].stats[cand[k] % 2].score;
+
+					if (choice < 0 || s > best)
+					{
+						best = s;
+						choice = cand[k];
+					}
+				}
+			}
+			break;
+		case EDDY_POLICY_LOTTERY:
+			{
+				double		total = 0;
+				double		draw;
+				int			k;
+
+				for (k = 0; k < n; k++)
+					total += js->modules[cand[k] / 2].stats[cand[k] % 2].score;
+				draw = pg_prng_double(&js->rng) * total;
+				for (k = 0; k < n; k++)
+				{
+					choice = cand[k];
+					draw -= js->modules[cand[k] / 2].stats[cand[k] % 2].score;
+					if (draw < 0)
+						break;
+				}
+			}
+			break;
+	}
+	return choice;
+}
+
+static inline uint32
+route_hash(uint32 spans, uint64 done)
+{
+	uint64		h = done * UINT64CONST(0x9E3779B97F4A7C15) ^ ((uint64) spans << 17) ^ spans;
+
+	return (uint32) (h ^ (h >> 29));
+}
+
+static void
+routes_grow(EddyJoinState *js)
+{
+	JRouteEntry *old = js->routes;
+	uint32		oldn = js->nroutes;
+	uint32		i;
+
+	js->nroutes *= 2;
+	js->routes = palloc0(sizeof(JRouteEntry) * js->nroutes);
+	js->nroutes_used = 0;
+	for (i = 0; i < oldn; i++)
+	{
+		if (old[i].epoch == js->epoch)
+		{
+			uint32		h = route_hash(old[i].spans, old[i].done) & (js->nroutes - 1);
+
+			while (js->routes[h].epoch != 0)
+				h = (h + 1) & (js->nroutes - 1);
+			js->routes[h] = old[i];
+			js->nroutes_used++;
+		}
+	}
+	pfree(old);
+}
+
+/* The routing decision for a signature: one table lookup in this epoch */
+static int
+route(EddyJoinState *js, uint32 spans, uint64 done)
+{
+	uint32		h;
+	JRouteEntry *e;
+
+	if (unlikely(--js->until_reopt <= 0))
+		reoptimize(js);
+	js->routed++;
+	h = route_hash(spans, done) & (js->nroutes - 1);
+	for (;;)
+	{
+		e = &js->routes[h];
+		if (e->epoch == 0 || (e->spans == spans && e->done == done))
+			break;
+		h = (h + 1) & (js->nroutes - 1);
+	}
+	if (e->epoch == js->epoch)
+		return e->choice;
+	if (e->epoch == 0)
+	{
+		if (js->nroutes_used * 2 >= js->nroutes)
+		{
+			routes_grow(js);
+			return route(js, spans, done);
+		}
+		js->nroutes_used++;
+	}
+	e->spans = spans;
+	e->done = done;
+	e->epoch = js->epoch;
+	e->choice = choose_route(js, spans, done);
+	return e->choice;
+}
+
+/* ----------------------------------------------------------------
+ *		Modules
+ * ----------------------------------------------------------------
+ */
+
+/*
+ * Key values of tuple t on side `side` of join m; false if a key is NULL.
+ * Computed keys of by-reference types are copied into the current memory
+ * context.
+ */
+static bool
+join_keys(EddyJoinState *js, JModule *m, int side, EddyTuple *t, Datum *values,
+		  bool *filled)
+{
+	EddyRow    *row = t->rows[m->rel[side]];
+	ExprContext *econtext = js->node->ss.ps.ps_ExprContext;
+	int			k;
+
+	*filled = false;
+	for (k = 0; k < m->nkeys; k++)
+	{
+		int			col = m->keycol[side][k];
+
+		if (col >= 0)
+		{
+			if (row->isnull[col])
+				return false;
+			values[k] = row->values[col];
+		}
+		else
+		{
+			bool		isnull;
+			Datum		d;
+
+			if (!*filled)
+			{
+				fill_slot(js, t);
+				econtext->ecxt_scantuple = js->wide;
+				*filled = true;
+			}
+			d = ExecEvalExprSwitchContext(m->keyexpr[side][k], econtext, &isnull);
+			if (isnull)
+				return false;
+			/* by-reference results must outlive the per-tuple context */
+			values[k] = m->keybyval[side][k] ? d :
+				datumCopy(d, false, m->keylen[side][k]);
+		}
+	}
+	return true;
+}
+
+/*
+ * Route tuple t into join m in direction dir.  Hash join: insert t's
+ * stored copy into its side's STAIR and start probing the dual STAIR.
+ * Index join: start an index scan with t's keys.  Either way a frame is
+ * pushed; false if t cannot match (a NULL key) and is dropped.
+ */
+static bool
+start_join(EddyJoinState *js, JModule *m, int dir, EddyTuple *t)
+{
+	MemoryContext old;
+	Datum	   *keys;
+	bool	   *isnull;
+	bool		filled;
+	uint32		hash;
+	JFrame	   *f;
+	EddyTuple  *probe;
+
+	if (m->type == EDDY_MODULE_INDEX_JOIN)
+	{
+		int			k;
+
+		Assert(dir == 0);
+		old = MemoryContextSwitchTo(js->transient);
+		keys = palloc(sizeof(Datum) * Max(m->nkeys, 1));
+		if (!join_keys(js, m, 0, t, keys, &filled))
+		{
+			MemoryContextSwitchTo(old);
+			return false;		/* a NULL key matches nothing */
+		}
+		MemoryContextSwitchTo(old);
+		for (k = 0; k < m->nkeys; k++)
+			m->skeys[k].sk_argument = keys[k];
+		index_rescan(m->scan, m->skeys, m->nkeys, NULL, 0);
+		f = &js->stack[js->nstack++];
+		f->mod = m;
+		f->dir = 0;
+		f->probe = t;
+		return true;
+	}
+
+	/* the stored copy's rows hold the key values the STAIR keeps */
+	old = MemoryContextSwitchTo(js->state);
+	probe = store_tuple(js, t);
+	keys = palloc(sizeof(Datum) * Max(m->nkeys, 1));
+	isnull = palloc0(sizeof(bool) * Max(m->nkeys, 1));
+	if (!join_keys(js, m, dir, probe, keys, &filled))
+	{
+		MemoryContextSwitchTo(old);
+		return false;
+	}
+	MemoryContextSwitchTo(old);
+	if (!StairKeysHash(&m->keys, dir, keys, isnull, &hash))
+		return false;
+	StairInsert(m->stair[dir], hash, keys, probe);
+	check_memory(js);
+	f = &js->stack[js->nstack++];
+	f->mod = m;
+	f->dir = dir;
+	f->probe = probe;
+	StairProbeBegin(&f->sp, m->stair[1 - dir], hash, keys);
+	return true;
+}
+
+/* Next result of the frame's probe, or NULL */
+static EddyTuple *
+frame_next(EddyJoinState *js, JFrame *f)
+{
+	JModule    *m = f->mod;
+	EddyTuple  *probe = f->probe;
+	EddyTuple  *r;
+	int			mi = m - js->modules;
+	int			i;
+
+	if (m->type == EDDY_MODULE_HASH_JOIN)
+	{
+		EddyTuple  *u = StairProbeNext(&f->sp);
+
+		if (u == NULL)
+			return NULL;
+		r = alloc_tuple(js, js->transient);
+		r->spans = probe->spans | u->spans;
+		r->done = probe->done | u->done | (UINT64CONST(1) << mi);
+		for (i = 0; i < js->nsources; i++)
+			r->rows[i] = probe->rows[i] != NULL ? probe->rows[i] : u->rows[i];
+		m->stats[f->dir].out++;
+		return r;
+	}
+	else
+	{
+		JSource    *src = &js->sources[m->rel[1]];
+
+		while (index_getnext_slot(m->scan, ForwardScanDirection, src->heapslot))
+		{
+			Datum	   *values;
+			bool	   *isnull;
+			EddyRow    *row;
+			int			c;
+			MemoryContext old;
+
+			CHECK_FOR_INTERRUPTS();
+			slot_getsomeattrs(src->heapslot, src->max_attno);
+			if (m->scan->xs_recheck)
+			{
+				int			k;
+				bool		match = true;
+
+				for (k = 0; k < m->nkeys && match; k++)
+				{
+					int			col = m->keycol[1][k];
+
+					if (col < 0 || src->heapslot->tts_isnull[src->attnos[col] - 1])
+					{
+						match = false;
+						break;
+					}
+					match = DatumGetBool(FunctionCall2Coll(&m->keys.eq[k],
+														   m->keys.collations[k],
+														   m->skeys[k].sk_argument,
+														   src->heapslot->tts_values[src->attnos[col] - 1]));
+				}
+				if (!match)
+					continue;
+			}
+			old = MemoryContextSwitchTo(js->transient);
+			values = palloc(sizeof(Datum) * Max(src->ncols, 1));
+			isnull = palloc(sizeof(bool) * Max(src->ncols, 1));
+			for (c = 0; c < src->ncols; c++)
+			{
+				values[c] = src->heapslot->tts_values[src->attnos[c] - 1];
+				isnull[c] = src->heapslot->tts_isnull[src->attnos[c] - 1];
+			}
+			row = make_row(src, values, isnull);
+			r = alloc_tuple(js, js->transient);
+			MemoryContextSwitchTo(old);
+			r->spans = probe->spans | (1u << m->rel[1]);
+			r->done = probe->done | (UINT64CONST(1) << mi);
+			memcpy(r->rows, probe->rows, sizeof(EddyRow *) * js->nsources);
+			r->rows[m->rel[1]] = row;
+			m->stats[0].out++;
+			return r;
+		}
+		return NULL;
+	}
+}
+
+/* The next source tuple, round-robin over the scanned sources; NULL at the end */
+static EddyTuple *
+read_source(EddyJoinState *js)
+{
+	int			tries;
+
+	for (tries = 0; tries < js->nsources; tries++)
+	{
+		int			i = js->next_source;
+		JSource    *src = &js->sources[i];
+		TupleTableSlot *slot;
+		EddyTuple  *t;
+		MemoryContext old;
+
+		js->next_source = (js->next_source + 1) % js->nsources;
+		if (src->method != EDDY_SOURCE_SCAN || src->exhausted)
+			continue;
+		slot = ExecProcNode(src->plan);
+		if (TupIsNull(slot))
+		{
+			src->exhausted = true;
+			continue;
+		}
+		slot_getallattrs(slot);
+		old = MemoryContextSwitchTo(js->transient);
+		t = alloc_tuple(js, js->transient);
+		t->spans = 1u << i;
+		t->done = 0;
+		t->rows[i] = make_row(src, slot->tts_values, slot->tts_isnull);
+		MemoryContextSwitchTo(old);
+		return t;
+	}
+	return NULL;
+}
+
+/* ----------------------------------------------------------------
+ *		The iterator
+ * ----------------------------------------------------------------
+ */
+
+TupleTableSlot *
+EddyJoinNext(EddyJoinState *js)
+{
+	ExprContext *econtext = js->node->ss.ps.ps_ExprContext;
+
+	for (;;)
+	{
+		EddyTuple  *t;
+		bool		timed;
+
+		CHECK_FOR_INTERRUPTS();
+		ResetExprContext(econtext);
+
+		if (js->nstack > 0)
+		{
+			t = frame_next(js, &js->stack[js->nstack - 1]);
+			if (t == NULL)
+			{
+				js->nstack--;
+				continue;
+			}
+		}
+		else
+		{
+			/* a point of stasis: nothing in flight references transient memory */
+			MemoryContextReset(js->transient);
+			memset(js->loaded, 0, sizeof(EddyRow *) * js->nsources);
+			t = read_source(js);
+			if (t == NULL)
+				return NULL;
+		}
+
+		timed = (--js->until_sample <= 0);
+		if (timed)
+			js->until_sample = EDDY_COST_SAMPLE_INTERVAL;
+
+		/* route t until it leaves: output, dropped, or handed to a join */
+		for (;;)
+		{
+			int			choice = route(js, t->spans, t->done);
+			JModule    *m;
+			int			dir;
+			double		start = 0;
+
+			if (choice == EDDY_ROUTE_OUT)
+			{
+				fill_slot(js, t);
+				econtext->ecxt_scantuple = js->wide;
+				if (js->node->ss.ps.ps_ProjInfo)
+					return ExecProject(js->node->ss.ps.ps_ProjInfo);
+				return js->wide;
+			}
+			m = &js->modules[choice / 2];
+			dir = choice % 2;
+			m->stats[dir].in++;
+			if (timed)
+				start = now_ns();
+			if (m->type == EDDY_MODULE_SELECTION)
+			{
+				bool		pass;
+
+				fill_slot(js, t);
+				econtext->ecxt_scantuple = js->wide;
+				pass = ExecQual(m->qual, econtext);
+				if (timed)
+				{
+					m->stats[dir].cost_ns += now_ns() - start;
+					m->stats[dir].samples++;
+				}
+				if (!pass)
+				{
+					InstrCountFiltered1(js->node, 1);
+					break;
+				}
+				m->stats[dir].out++;
+				t->done |= UINT64CONST(1) << (choice / 2);
+				continue;
+			}
+			(void) start_join(js, m, dir, t);
+			if (timed)
+			{
+				m->stats[dir].cost_ns += now_ns() - start;
+				m->stats[dir].samples++;
+			}
+			break;
+		}
+	}
+}
+
+/* ----------------------------------------------------------------
+ *		End, rescan, EXPLAIN
+ * ----------------------------------------------------------------
+ */
+
+void
+EddyJoinEnd(EddyJoinState *js)
+{
+	int			i;
+
+	for (i = 0; i < js->nmodules; i++)
+	{
+		JModule    *m = &js->modules[i];
+
+		if (m->type == EDDY_MODULE_INDEX_JOIN)
+		{
+			index_endscan(m->scan);
+			index_close(m->index, AccessShareLock);
+		}
+	}
+	for (i = 0; i < js->nsources; i++)
+	{
+		JSource    *src = &js->sources[i];
+
+		if (src->method == EDDY_SOURCE_SCAN)
+			ExecEndNode(src->plan);
+		else
+		{
+			ExecDropSingleTupleTableSlot(src->heapslot);
+			table_close(src->heap, AccessShareLock);
+		}
+	}
+	MemoryContextDelete(js->state);
+	MemoryContextDelete(js->transient);
+}
+
+void
+EddyJoinRescan(EddyJoinState *js)
+{
+	CustomScanState *node = js->node;
+	int			i;
+
+	js->nstack = 0;
+	js->next_source = 0;
+	MemoryContextReset(js->transient);
+	MemoryContextReset(js->state);
+	memset(js->loaded, 0, sizeof(EddyRow *) * js->nsources);
+	for (i = 0; i < js->nmodules; i++)
+	{
+		JModule    *m = &js->modules[i];
+
+		if (m->type == EDDY_MODULE_HASH_JOIN)
+		{
+			StairReset(m->stair[0]);
+			StairReset(m->stair[1]);
+		}
+	}
+	for (i = 0; i < js->nsources; i++)
+	{
+		JSource    *src = &js->sources[i];
+
+		if (src->method != EDDY_SOURCE_SCAN)
+			continue;
+		src->exhausted = false;
+		if (node->ss.ps.chgParam != NULL)
+			UpdateChangedParamSet(src->plan, node->ss.ps.chgParam);
+		if (src->plan->chgParam == NULL)
+			ExecReScan(src->plan);
+	}
+}
+
+static void
+line_start(ExplainState *es)
+{
+	appendStringInfoSpaces(es->str, es->indent * 2);
+}
+
+/* Deparsed side `side` keys of a join module, e.g. "b.aid" or "(a.x, a.y)" */
+static char *
+explain_keys(JModule *m, int side, List *custom_exprs, List *key_idx,
+			 List *context, bool useprefix)
+{
+	StringInfoData buf;
+	ListCell   *lc;
+
+	(void) m;
+	(void) side;
+	initStringInfo(&buf);
+	if (list_length(key_idx) != 1)
+		appendStringInfoChar(&buf, '(');
+	foreach(lc, key_idx)
+	{
+		if (buf.len > 1)
+			appendStringInfoString(&buf, ", ");
+		appendStringInfoString(&buf,
+							   deparse_expression(list_nth(custom_exprs, lfirst_int(lc)),
+												  context, useprefix, false));
+	}
+	if (list_length(key_idx) != 1)
+		appendStringInfoChar(&buf, ')');
+	return buf.data;
+}
+
+void
+EddyJoinExplain(EddyJoinState *js, List *ancestors, ExplainState *es)
+{
+	CustomScanState *node = js->node;
+	CustomScan *cscan = (CustomScan *) node->ss.ps.plan;
+	List	   *modules = list_nth(cscan->custom_private, EddyPrivModules);
+	bool		analyze = es->analyze && node->ss.ps.instrument != NULL;
+	bool		useprefix = list_length(es->rtable) > 1 || es->verbose;
+	List	   *context;
+	int			i;
+
+	context = set_deparse_context_plan(es->deparse_cxt, node->ss.ps.plan, ancestors);
+	ExplainPropertyText("Routing Policy", EddyPolicyName(js->policy), es);
+	if (js->policy == EDDY_POLICY_LOTTERY && js->lottery_window > 0)
+		ExplainPropertyInteger("Lottery Window", "tuples", js->lottery_window, es);
+	ExplainPropertyInteger("Reoptimization Frequency", "tuples", js->reopt_frequency, es);
+
+	ExplainOpenGroup("Operators", "Operators", false, es);
+	for (i = 0; i < js->nmodules; i++)
+	{
+		JModule    *m = &js->modules[i];
+		char	   *expr = deparse_expression((Node *) m->expr, context, useprefix, false);
+		char	   *stair_keys[2] = {NULL, NULL};
+		char	   *index_name = NULL;
+		char	   *index_rel = NULL;
+
+		if (m->type != EDDY_MODULE_SELECTION)
+		{
+			List	   *keys = lfourth((List *) list_nth(modules, i));
+			int			side;
+
+			for (side = 0; side < 2; side++)
+				stair_keys[side] = m->nkeys > 0 ?
+					explain_keys(m, side, cscan->custom_exprs, list_nth(keys, side),
+								 context, useprefix) :
+					psprintf("relation %d", m->rel[side] + 1);
+		}
+		if (m->type == EDDY_MODULE_INDEX_JOIN)
+		{
+			index_name = get_rel_name(m->indexoid);
+			index_rel = get_rel_name(js->sources[m->rel[1]].heapoid);
+		}
+
+		if (es->format == EXPLAIN_FORMAT_TEXT)
+		{
+			line_start(es);
+			if (m->type == EDDY_MODULE_INDEX_JOIN)
+				appendStringInfo(es->str, "%s %d: %s using %s on %s\n", m->label, i + 1,
+								 expr, index_name, index_rel);
+			else if (m->type == EDDY_MODULE_HASH_JOIN)
+				appendStringInfo(es->str, "%s %d: %s\n", m->label, i + 1,
+								 m->nkeys > 0 ? expr : "(cross product)");
+			else if (m->prereq != 0)
+			{
+				StringInfoData after;
+				int			j;
+
+				initStringInfo(&after);
+				for (j = 0; j < js->nmodules; j++)
+					if (m->prereq & (UINT64CONST(1) << j))
+						appendStringInfo(&after, "%s%d", after.len > 0 ? ", " : "", j + 1);
+				appendStringInfo(es->str, "%s %d: %s (after %s)\n", m->label, i + 1, expr,
+								 after.data);
+			}
+			else
+				appendStringInfo(es->str, "%s %d: %s\n", m->label, i + 1, expr);
+			if (m->type == EDDY_MODULE_HASH_JOIN)
+			{
+				int			side;
+
+				for (side = 0; side < 2; side++)
+				{
+					line_start(es);
+					appendStringInfo(es->str, "  STAIR %s", stair_keys[side]);
+					if (analyze)
+						appendStringInfo(es->str,
+										 ": Inserted: " UINT64_FORMAT "  Probed: " UINT64_FORMAT
+										 "  Matched: " UINT64_FORMAT,
+										 m->stair[side]->inserted, m->stair[side]->probed,
+										 m->stair[side]->matched);
+					appendStringInfoChar(es->str, '\n');
+				}
+			}
+			else if (analyze)
+			{
+				line_start(es);
+				if (m->type == EDDY_MODULE_SELECTION)
+					appendStringInfo(es->str, "  Tuples In: " UINT64_FORMAT "  Out: " UINT64_FORMAT "\n",
+									 m->stats[0].in, m->stats[0].out);
+				else
+					appendStringInfo(es->str, "  Probes: " UINT64_FORMAT "  Matches: " UINT64_FORMAT "\n",
+									 m->stats[0].in, m->stats[0].out);
+			}
+		}
+		else
+		{
+			ExplainOpenGroup("Operator", NULL, true, es);
+			ExplainPropertyText("Operator Type", m->label, es);
+			ExplainPropertyInteger("Operator Number", NULL, i + 1, es);
+			ExplainPropertyText(m->type == EDDY_MODULE_SELECTION ? "Predicate" : "Join Condition",
+								expr, es);
+			if (m->type == EDDY_MODULE_INDEX_JOIN)
+			{
+				ExplainPropertyText("Index Name", index_name, es);
+				ExplainPropertyText("Relation Name", index_rel, es);
+			}
+			if (m->type == EDDY_MODULE_HASH_JOIN)
+			{
+				ExplainPropertyText("STAIR 1", stair_keys[0], es);
+				ExplainPropertyText("STAIR 2", stair_keys[1], es);
+			}
+			if (analyze)
+			{
+				ExplainPropertyUInteger("Tuples In", NULL, m->stats[0].in + m->stats[1].in, es);
+				ExplainPropertyUInteger("Tuples Out", NULL, m->stats[0].out + m->stats[1].out, es);
+				if (m->type == EDDY_MODULE_HASH_JOIN)
+				{
+					ExplainPropertyUInteger("Inserted", NULL,
+											m->stair[0]->inserted + m->stair[1]->inserted, es);
+					ExplainPropertyUInteger("Probed", NULL,
+											m->stair[0]->probed + m->stair[1]->probed, es);
+					ExplainPropertyUInteger("Matched", NULL,
+											m->stair[0]->matched + m->stair[1]->matched, es);
+				}
+			}
+			ExplainCloseGroup("Operator", NULL, true, es);
+		}
+	}
+	ExplainCloseGroup("Operators", "Operators", false, es);
+	if (analyze)
+	{
+		ExplainPropertyUInteger("Tuples Routed", NULL, js->routed, es);
+		ExplainPropertyUInteger("Recomputations", NULL, js->recomputations, es);
+		ExplainPropertyInteger("Peak Memory", "kB", (int64) (js->peak_memory / 1024), es);
+	}
+}

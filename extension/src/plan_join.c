@@ -1,0 +1,959 @@
+/*-------------------------------------------------------------------------
+ *
+ * plan_join.c
+ *	  Join eddies: the modules of a select-project-join block and the
+ *	  Eddy CustomScan that routes tuples through them.
+ *
+ * planner.c calls EddyCreateJoinPath for the final relation of a join
+ * search whose relations are all inner-joined base relations, after
+ * PostgreSQL has planned it.  We read PostgreSQL's cheapest plan for three
+ * things:
+ *
+ *	 - the join clauses it enforces (every JoinPath's joinrestrictinfo and
+ *	   every parameterized path's ppi_clauses): PostgreSQL has already chosen
+ *	   a sufficient set from its equivalence classes, so we enforce exactly
+ *	   those, no more;
+ *	 - which joins it made as index nested loops (eddy.join_method = auto);
+ *	 - the scan of each relation (its cheapest unparameterized path), which
+ *	   becomes the eddy's source for it.
+ *
+ * Modules (the EddyJoins architecture of the overhead study, with the join
+ * state held in STAIRs, VLDB 2004):
+ *
+ *	 - Hashable equalities between exactly two relations are join keys.
+ *	   They are grouped by pair of relations into candidate edges, and a
+ *	   spanning tree of the join graph is chosen (Kruskal: index nested loop
+ *	   edges first, then the others in PostgreSQL's order).  A tree edge is a
+ *	   join module: a symmetric hash join (two dual STAIRs on the two
+ *	   relations' keys) or an index join into a relation PostgreSQL reached
+ *	   through an index.  If the graph is disconnected, key-less edges
+ *	   (cross products: every pair matches) connect its components.
+ *	 - Every other clause (non-hashable join clauses, clauses over three or
+ *	   more relations, key clauses of edges outside the tree, pseudoconstant
+ *	   clauses) is a selection module, eligible once a tuple spans its
+ *	   relations.  Expensive restriction clauses of a scanned relation are
+ *	   selections too, chosen as in selection eddies (the suffix of
+ *	   PostgreSQL's order, plan.c); all restriction clauses of a relation
+ *	   reached through an index are selections, since nothing scans it.
+ *	 - A selection that may raise an error (mod_selection.c) over several
+ *	   relations runs last, on complete tuples only: PostgreSQL evaluates it
+ *	   at some join, on a superset of those tuples, so this can raise no
+ *	   error PostgreSQL would not.  One over a single relation waits for the
+ *	   selections on that relation PostgreSQL ran before it.
+ *
+ * A relation is the inner side of at most one index join; relations that
+ * no index join reaches are scanned.  A tree always has at least one.
+ *
+ * The CustomScan has scanrelid 0 and a custom_scan_tlist made of one
+ * column range per relation (what the block needs above it, and what the
+ * modules read), so setrefs rewrites every expression into INDEX_VAR
+ * references over that wide tuple.  Scanned relations' ranges are their
+ * scans' target lists; an index-joined relation's range lists heap columns
+ * fetched through the index.  custom_private describes sources and modules
+ * with Integer and OID lists (enum EddyJoinPrivate in eddy.h).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "eddy.h"
+
+#include "access/stratnum.h"
+#include "catalog/pg_am.h"
+#include "catalog/pg_class.h"
+#include "miscadmin.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/cost.h"
+#include "optimizer/optimizer.h"
+#include "optimizer/pathnode.h"
+#include "optimizer/paths.h"
+#include "optimizer/planmain.h"
+#include "optimizer/restrictinfo.h"
+#include "optimizer/tlist.h"
+#include "parser/parsetree.h"
+#include "utils/lsyscache.h"
+
+/* A candidate join edge between two relations of the block */
+typedef struct JoinEdge
+{
+	int			a;				/* relation indexes; a < b */
+	int			b;
+	List	   *clauses;		/* hashable equality RestrictInfos a = b */
+	bool		in_tree;
+	int			index_into;		/* -1: hash join; else a or b, reached by index */
+	IndexOptInfo *index;
+	List	   *index_clauses;	/* clauses usable as index conditions */
+	List	   *index_cols;		/* their index columns (1-based), in order */
+	bool		from_nestloop;	/* PostgreSQL chose an index nested loop here */
+	bool		preferred;		/* PostgreSQL hash or merge joins on it */
+} JoinEdge;
+
+/* Analysis of a join block, made at path time, used at plan time */
+typedef struct EddyJoinPath
+{
+	CustomPath	cpath;			/* must be first */
+	int			nrels;
+	RelOptInfo **rels;
+	bool	   *scanned;		/* per relation: has a source scan */
+	List	   *edges;			/* JoinEdges of the tree */
+	List	   *selections;		/* RestrictInfos routed as selections */
+	PathTarget **targets;		/* per relation: columns the eddy needs */
+} EddyJoinPath;
+
+static Plan *eddy_plan_join_path(PlannerInfo *root, RelOptInfo *rel,
+								 CustomPath *best_path, List *tlist,
+								 List *clauses, List *custom_plans);
+
+static const CustomPathMethods eddy_join_path_methods = {
+	.CustomName = EDDY_NODE_NAME,
+	.PlanCustomPath = eddy_plan_join_path,
+};
+
+extern const CustomScanMethods eddy_scan_methods;
+
+/* Index of the block relation with this relid, or -1 */
+static int
+rel_index(EddyJoinPath *jp, Index relid)
+{
+	int			i;
+
+	for (i = 0; i < jp->nrels; i++)
+		if (jp->rels[i]->relid == relid)
+			return i;
+	return -1;
+}
+
+/* Bitmap (over relation indexes) of the relids */
+static uint32
+rel_mask(EddyJoinPath *jp, Relids relids)
+{
+	uint32		mask = 0;
+	int			x = -1;
+
+	while ((x = bms_next_member(relids, x)) >= 0)
+	{
+		int			i = rel_index(jp, x);
+
+		if (i >= 0)
+			mask |= 1u << i;
+	}
+	return mask;
+}
+
+typedef struct NestLoopIndex
+{
+	Relids		outer_relids;
+	IndexPath  *inner;
+} NestLoopIndex;
+
+/*
+ * Collect the clauses PostgreSQL's plan enforces at and above the scans,
+ * and its index nested loops.
+ */
+static void
+collect_path_clauses(Path *path, List **clauses, List **nestloops,
+					 List **preferred)
+{
+	check_stack_depth();
+
+	if (path->param_info)
+		*clauses = list_concat_unique_ptr(*clauses, path->param_info->ppi_clauses);
+
+	switch (nodeTag(path))
+	{
+		case T_NestPath:
+		case T_MergePath:
+		case T_HashPath:
+			{
+				JoinPath   *jp = (JoinPath *) path;
+
+				*clauses = list_concat_unique_ptr(*clauses, jp->joinrestrictinfo);
+				/* the clauses PostgreSQL joins on: preferred tree edges */
+				if (IsA(path, HashPath))
+					*preferred = list_concat(*preferred, ((HashPath *) path)->path_hashclauses);
+				else if (IsA(path, MergePath))
+					*preferred = list_concat(*preferred, ((MergePath *) path)->path_mergeclauses);
+				if (IsA(path, NestPath))
+				{
+					Path	   *inner = jp->innerjoinpath;
+
+					if (IsA(inner, MemoizePath))
+						inner = ((MemoizePath *) inner)->subpath;
+					if (IsA(inner, IndexPath) && inner->param_info != NULL)
+					{
+						NestLoopIndex *nl = palloc(sizeof(NestLoopIndex));
+
+						nl->outer_relids = jp->outerjoinpath->parent->relids;
+						nl->inner = (IndexPath *) inner;
+						*nestloops = lappend(*nestloops, nl);
+					}
+				}
+				collect_path_clauses(jp->outerjoinpath, clauses, nestloops, preferred);
+				collect_path_clauses(jp->innerjoinpath, clauses, nestloops, preferred);
+			}
+			break;
+		case T_MaterialPath:
+			collect_path_clauses(((MaterialPath *) path)->subpath, clauses, nestloops, preferred);
+			break;
+		case T_MemoizePath:
+			collect_path_clauses(((MemoizePath *) path)->subpath, clauses, nestloops, preferred);
+			break;
+		case T_SortPath:
+		case T_IncrementalSortPath:
+			collect_path_clauses(((SortPath *) path)->subpath, clauses, nestloops, preferred);
+			break;
+		case T_GatherPath:
+			collect_path_clauses(((GatherPath *) path)->subpath, clauses, nestloops, preferred);
+			break;
+		case T_GatherMergePath:
+			collect_path_clauses(((GatherMergePath *) path)->subpath, clauses, nestloops, preferred);
+			break;
+		case T_ProjectionPath:
+			collect_path_clauses(((ProjectionPath *) path)->subpath, clauses, nestloops, preferred);
+			break;
+		default:
+			/* a scan of a base relation: its restrictions stay with it */
+			break;
+	}
+}
+
+/*
+ * Is rinfo a join key: a hashable equality between one column expression
+ * of each of two distinct relations of the block?
+ */
+static bool
+is_key_clause(EddyJoinPath *jp, RestrictInfo *rinfo, int *left, int *right)
+{
+	if (rinfo->pseudoconstant || !OidIsValid(rinfo->hashjoinoperator))
+		return false;
+	if (!IsA(rinfo->clause, OpExpr) || list_length(((OpExpr *) rinfo->clause)->args) != 2)
+		return false;
+	if (bms_membership(rinfo->left_relids) != BMS_SINGLETON ||
+		bms_membership(rinfo->right_relids) != BMS_SINGLETON)
+		return false;
+	*left = rel_index(jp, bms_singleton_member(rinfo->left_relids));
+	*right = rel_index(jp, bms_singleton_member(rinfo->right_relids));
+	return *left >= 0 && *right >= 0 && *left != *right;
+}
+
+static JoinEdge *
+find_edge(List *edges, int a, int b)
+{
+	ListCell   *lc;
+
+	if (a > b)
+	{
+		int			t = a;
+
+		a = b;
+		b = t;
+	}
+	foreach(lc, edges)
+	{
+		JoinEdge   *e = lfirst(lc);
+
+		if (e->a == a && e->b == b)
+			return e;
+	}
+	return NULL;
+}
+
+/* The expression of clause on relation r's side (r's relid is relid) */
+static Node *
+clause_side(RestrictInfo *rinfo, Index relid)
+{
+	OpExpr	   *op = (OpExpr *) rinfo->clause;
+
+	return bms_is_member(relid, rinfo->left_relids) ? linitial(op->args) : lsecond(op->args);
+}
+
+/*
+ * Can edge e be an index join into relation `into` through `index`?  Sets
+ * index_clauses/index_cols to the clauses whose `into` side is a plain
+ * column that is a key column of the index, with an operator of that
+ * column's operator family (after commuting to "column op value").
+ */
+static bool
+edge_index_usable(EddyJoinPath *jp, JoinEdge *e, int into, IndexOptInfo *index)
+{
+	RelOptInfo *rel = jp->rels[into];
+	ListCell   *lc;
+	List	   *clauses = NIL;
+	List	   *cols = NIL;
+	bool		leading = false;
+
+	if (index->relam != BTREE_AM_OID && index->relam != HASH_AM_OID)
+		return false;
+	if (!index->amhasgettuple || index->indpred != NIL)
+		return false;
+	foreach(lc, e->clauses)
+	{
+		RestrictInfo *rinfo = lfirst(lc);
+		Node	   *mine = clause_side(rinfo, rel->relid);
+		OpExpr	   *op = (OpExpr *) rinfo->clause;
+		Oid			opno = op->opno;
+		int			col;
+
+		if (IsA(mine, RelabelType))
+			mine = (Node *) ((RelabelType *) mine)->arg;
+		if (!IsA(mine, Var) || ((Var *) mine)->varattno <= 0)
+			continue;
+		if (!bms_is_member(rel->relid, rinfo->left_relids))
+			opno = get_commutator(opno);
+		if (!OidIsValid(opno))
+			continue;
+		for (col = 0; col < index->nkeycolumns; col++)
+		{
+			if (index->indexkeys[col] == ((Var *) mine)->varattno &&
+				op_in_opfamily(opno, index->opfamily[col]) &&
+				get_op_opfamily_strategy(opno, index->opfamily[col]) ==
+				(index->relam == BTREE_AM_OID ? BTEqualStrategyNumber : HTEqualStrategyNumber))
+				break;
+		}
+		if (col >= index->nkeycolumns)
+			continue;
+		if (col == 0)
+			leading = true;
+		clauses = lappend(clauses, rinfo);
+		cols = lappend_int(cols, col + 1);
+	}
+	/* a hash index needs every key column; a btree at least the leading one */
+	if (!leading || (index->relam == HASH_AM_OID && list_length(clauses) < index->nkeycolumns))
+		return false;
+	e->index_into = into;
+	e->index = index;
+	e->index_clauses = clauses;
+	e->index_cols = cols;
+	return true;
+}
+
+/* May relation i be reached through an index (nothing scans it)? */
+static bool
+rel_index_joinable(PlannerInfo *root, EddyJoinPath *jp, int i)
+{
+	RelOptInfo *rel = jp->rels[i];
+	RangeTblEntry *rte = planner_rt_fetch(rel->relid, root);
+	ListCell   *lc;
+
+	if (rte->rtekind != RTE_RELATION || rte->inh || rte->relkind != RELKIND_RELATION ||
+		rte->tablesample != NULL)
+		return false;
+	/* it must provide plain columns only */
+	foreach(lc, rel->reltarget->exprs)
+	{
+		Var		   *var = lfirst(lc);
+
+		if (!IsA(var, Var) || var->varattno <= 0)
+			return false;
+	}
+	foreach(lc, rel->baserestrictinfo)
+	{
+		List	   *vars = pull_var_clause((Node *) lfirst_node(RestrictInfo, lc)->clause,
+										   PVC_INCLUDE_PLACEHOLDERS);
+		ListCell   *lc2;
+
+		foreach(lc2, vars)
+		{
+			Var		   *var = lfirst(lc2);
+
+			if (!IsA(var, Var) || var->varattno <= 0)
+				return false;
+		}
+	}
+	return true;
+}
+
+/*
+ * Relations on the given side of tree edge e: those connected to endpoint
+ * `from` by tree edges other than e.
+ */
+static uint32
+tree_side(EddyJoinPath *jp, JoinEdge *e, int from)
+{
+	uint32		seen = 1u << from;
+	bool		grew = true;
+
+	while (grew)
+	{
+		ListCell   *lc;
+
+		grew = false;
+		foreach(lc, jp->edges)
+		{
+			JoinEdge   *f = lfirst(lc);
+
+			if (f == e)
+				continue;
+			if ((seen & (1u << f->a)) && !(seen & (1u << f->b)))
+			{
+				seen |= 1u << f->b;
+				grew = true;
+			}
+			else if ((seen & (1u << f->b)) && !(seen & (1u << f->a)))
+			{
+				seen |= 1u << f->a;
+				grew = true;
+			}
+		}
+	}
+	return seen;
+}
+
+static int
+uf_find(int *parent, int x)
+{
+	while (parent[x] != x)
+		x = parent[x] = parent[parent[x]];
+	return x;
+}
+
+/*
+ * Build an EddyJoinPath for the block whose final relation is joinrel, or
+ * return NULL (with the reason at DEBUG1).
+ */
+Path *
+EddyCreateJoinPath(PlannerInfo *root, RelOptInfo *joinrel, List *initial_rels)
+{
+	EddyJoinPath *jp;
+	List	   *clauses = NIL;
+	List	   *nestloops = NIL;
+	List	   *preferred = NIL;	/* clauses PostgreSQL joins on */
+	List	   *candidates = NIL;	/* JoinEdges */
+	List	   *edges = NIL;	/* tree */
+	List	   *selections = NIL;
+	int		   *uf;
+	int		   *incoming;
+	int			i;
+	ListCell   *lc;
+	List	   *custom_paths = NIL;
+
+	if (joinrel->cheapest_total_path == NULL)
+		return NULL;
+
+	jp = (EddyJoinPath *) newNode(sizeof(EddyJoinPath), T_CustomPath);
+	jp->nrels = list_length(initial_rels);
+	jp->rels = palloc(sizeof(RelOptInfo *) * jp->nrels);
+	jp->scanned = palloc(sizeof(bool) * jp->nrels);
+	jp->targets = palloc0(sizeof(PathTarget *) * jp->nrels);
+	i = 0;
+	foreach(lc, initial_rels)
+		jp->rels[i++] = lfirst(lc);
+
+	collect_path_clauses(joinrel->cheapest_total_path, &clauses, &nestloops, &preferred);
+
+	/* Sort the clauses into candidate key edges and selections. */
+	foreach(lc, clauses)
+	{
+		RestrictInfo *rinfo = lfirst_node(RestrictInfo, lc);
+		int			l,
+					r;
+
+		if (is_key_clause(jp, rinfo, &l, &r))
+		{
+			JoinEdge   *e = find_edge(candidates, l, r);
+
+			if (e == NULL)
+			{
+				e = palloc0(sizeof(JoinEdge));
+				e->a = Min(l, r);
+				e->b = Max(l, r);
+				e->index_into = -1;
+				candidates = lappend(candidates, e);
+			}
+			e->clauses = lappend(e->clauses, rinfo);
+			if (list_member_ptr(preferred, rinfo))
+				e->preferred = true;
+		}
+		else
+			selections = lappend(selections, rinfo);
+	}
+
+	/* Index nested loops of PostgreSQL's plan (join_method auto) */
+	if (eddy_join_method == EDDY_JOIN_AUTO)
+	{
+		foreach(lc, nestloops)
+		{
+			NestLoopIndex *nl = lfirst(lc);
+			int			into = rel_index(jp, nl->inner->path.parent->relid);
+			Relids		req = PATH_REQ_OUTER(&nl->inner->path);
+			int			from;
+			JoinEdge   *e;
+
+			if (into < 0 || bms_membership(req) != BMS_SINGLETON)
+				continue;
+			from = rel_index(jp, bms_singleton_member(req));
+			if (from < 0 || !rel_index_joinable(root, jp, into))
+				continue;
+			e = find_edge(candidates, from, into);
+			if (e != NULL && e->index_into < 0 &&
+				edge_index_usable(jp, e, into, nl->inner->indexinfo))
+				e->from_nestloop = true;
+		}
+	}
+
+	/*
+	 * Spanning tree: PostgreSQL's index nested loops first, then the edges
+	 * it hash or merge joins on, then the rest (for cyclic queries).
+	 */
+	uf = palloc(sizeof(int) * jp->nrels);
+	incoming = palloc0(sizeof(int) * jp->nrels);
+	for (i = 0; i < jp->nrels; i++)
+		uf[i] = i;
+	for (i = 0; i < 3; i++)
+	{
+		foreach(lc, candidates)
+		{
+			JoinEdge   *e = lfirst(lc);
+			int			ra,
+						rb;
+			int			pass = e->from_nestloop ? 0 : e->preferred ? 1 : 2;
+
+			if (pass != i)
+				continue;
+			ra = uf_find(uf, e->a);
+			rb = uf_find(uf, e->b);
+			if (ra == rb)
+				continue;
+			if (e->index_into >= 0 && incoming[e->index_into] > 0)
+				e->index_into = -1; /* one index join into a relation */
+			uf[ra] = rb;
+			e->in_tree = true;
+			if (e->index_into >= 0)
+				incoming[e->index_into]++;
+			edges = lappend(edges, e);
+		}
+	}
+	/* Disconnected components: cross products (key-less edges). */
+	for (i = 1; i < jp->nrels; i++)
+	{
+		if (uf_find(uf, i) != uf_find(uf, 0))
+		{
+			JoinEdge   *e = palloc0(sizeof(JoinEdge));
+
+			e->a = 0;
+			e->b = i;
+			e->index_into = -1;
+			e->in_tree = true;
+			uf[uf_find(uf, i)] = uf_find(uf, 0);
+			edges = lappend(edges, e);
+		}
+	}
+	/* Key clauses of edges outside the tree are selections. */
+	foreach(lc, candidates)
+	{
+		JoinEdge   *e = lfirst(lc);
+
+		if (!e->in_tree)
+			selections = list_concat(selections, e->clauses);
+	}
+
+	/* join_method index: index joins wherever an index allows. */
+	if (eddy_join_method == EDDY_JOIN_INDEX)
+	{
+		foreach(lc, edges)
+		{
+			JoinEdge   *e = lfirst(lc);
+			int			side;
+
+			if (e->clauses == NIL)
+				continue;
+			for (side = 1; side >= 0 && e->index_into < 0; side--)
+			{
+				int			into = side ? e->b : e->a;
+				ListCell   *lc2;
+
+				if (incoming[into] > 0 || !rel_index_joinable(root, jp, into))
+					continue;
+				foreach(lc2, jp->rels[into]->indexlist)
+				{
+					if (edge_index_usable(jp, e, into, lfirst(lc2)))
+					{
+						incoming[into]++;
+						break;
+					}
+				}
+			}
+		}
+	}
+
+	/*
+	 * An index join's key clauses that the index cannot use are selections;
+	 * so are all restriction clauses of a relation nothing scans.
+	 */
+	for (i = 0; i < jp->nrels; i++)
+		jp->scanned[i] = true;
+	foreach(lc, edges)
+	{
+		JoinEdge   *e = lfirst(lc);
+		ListCell   *lc2;
+
+		if (e->index_into < 0)
+			continue;
+		jp->scanned[e->index_into] = false;
+		foreach(lc2, e->clauses)
+		{
+			if (!list_member_ptr(e->index_clauses, lfirst(lc2)))
+				selections = lappend(selections, lfirst(lc2));
+		}
+		selections = list_concat(selections,
+								 list_copy(jp->rels[e->index_into]->baserestrictinfo));
+	}
+
+	jp->edges = edges;
+	jp->selections = selections;
+
+	/*
+	 * Columns per relation: what the block needs above it, plus what the
+	 * modules read (keys, selections, and the restriction clauses that
+	 * plan time may route).
+	 */
+	for (i = 0; i < jp->nrels; i++)
+	{
+		RelOptInfo *rel = jp->rels[i];
+		PathTarget *target = copy_pathtarget(rel->reltarget);
+		List	   *vars = NIL;
+		ListCell   *lc2;
+
+		foreach(lc2, selections)
+			vars = list_concat(vars, pull_var_clause((Node *) lfirst_node(RestrictInfo, lc2)->clause,
+													 PVC_INCLUDE_PLACEHOLDERS));
+		foreach(lc2, edges)
+		{
+			JoinEdge   *e = lfirst(lc2);
+			ListCell   *lc3;
+
+			foreach(lc3, e->clauses)
+				vars = list_concat(vars, pull_var_clause((Node *) lfirst_node(RestrictInfo, lc3)->clause,
+														 PVC_INCLUDE_PLACEHOLDERS));
+		}
+		if (jp->scanned[i])
+		{
+			foreach(lc2, rel->baserestrictinfo)
+				vars = list_concat(vars, pull_var_clause((Node *) lfirst_node(RestrictInfo, lc2)->clause,
+														 PVC_INCLUDE_PLACEHOLDERS));
+		}
+		foreach(lc2, vars)
+		{
+			Var		   *var = lfirst(lc2);
+
+			if (!IsA(var, Var))
+			{
+				elog(DEBUG1, "eddy: join block not used: placeholder variables");
+				return NULL;
+			}
+			if ((Index) var->varno == rel->relid && var->varlevelsup == 0 &&
+				!list_member(target->exprs, var))
+				add_column_to_pathtarget(target, (Expr *) var, 0);
+		}
+		foreach(lc2, target->exprs)
+		{
+			if (!IsA(lfirst(lc2), Var))
+			{
+				elog(DEBUG1, "eddy: join block not used: relation target is not plain columns");
+				return NULL;
+			}
+		}
+		set_pathtarget_cost_width(root, target);
+		jp->targets[i] = target;
+
+		if (jp->scanned[i])
+		{
+			Path	   *child = rel->cheapest_total_path;
+
+			if (child == NULL || child->param_info != NULL)
+			{
+				elog(DEBUG1, "eddy: join block not used: no unparameterized path for a relation");
+				return NULL;
+			}
+			child->pathtarget = target;
+			custom_paths = lappend(custom_paths, child);
+		}
+	}
+
+	jp->cpath.path.pathtype = T_CustomScan;
+	jp->cpath.path.parent = joinrel;
+	jp->cpath.path.pathtarget = joinrel->reltarget;
+	jp->cpath.path.param_info = NULL;
+	jp->cpath.path.parallel_aware = false;
+	jp->cpath.path.parallel_safe = false;
+	jp->cpath.path.parallel_workers = 0;
+	jp->cpath.path.rows = joinrel->rows;
+	jp->cpath.path.startup_cost = joinrel->cheapest_total_path->startup_cost;
+	jp->cpath.path.total_cost = joinrel->cheapest_total_path->total_cost;
+	jp->cpath.path.pathkeys = NIL;
+	jp->cpath.flags = 0;
+	jp->cpath.custom_paths = custom_paths;
+	jp->cpath.custom_private = NIL;
+	jp->cpath.methods = &eddy_join_path_methods;
+
+	return &jp->cpath.path;
+}
+
+/* ----------------------------------------------------------------
+ *		Plan
+ * ----------------------------------------------------------------
+ */
+
+/* The scan plan under a gating Result, if any: the node with the Filter. */
+static Plan *
+source_scan(Plan *plan)
+{
+	if (IsA(plan, Result) && plan->lefttree != NULL)
+		return plan->lefttree;
+	return plan;
+}
+
+/*
+ * Restriction clauses of a scanned relation that the eddy routes: the
+ * longest suffix of PostgreSQL's order made of selection candidates that
+ * the scan still evaluates as a filter (as for selection eddies).  They are
+ * removed from the scan's filter.
+ */
+static List *
+route_scan_quals(PlannerInfo *root, RelOptInfo *rel, Plan *source)
+{
+	RangeTblEntry *rte = planner_rt_fetch(rel->relid, root);
+	Plan	   *scan = source_scan(source);
+	List	   *ordered;
+	List	   *routed = NIL;
+	int			user_level;
+	int			i;
+
+	if (rte->rtekind != RTE_RELATION || rte->inh || rel->reloptkind != RELOPT_BASEREL)
+		return NIL;
+	ordered = EddyOrderQualClauses(root, rel->baserestrictinfo);
+	user_level = EddyUserSecurityLevel(ordered);
+	for (i = list_length(ordered) - 1; i >= 0; i--)
+	{
+		RestrictInfo *rinfo = list_nth_node(RestrictInfo, ordered, i);
+
+		if (rinfo->pseudoconstant)
+			continue;
+		if (!EddyClauseIsCandidate(root, rinfo, user_level) ||
+			!list_member(scan->qual, rinfo->clause))
+			break;
+		routed = lcons(rinfo, routed);
+	}
+	for (i = 0; i < list_length(routed); i++)
+		scan->qual = list_delete(scan->qual, list_nth_node(RestrictInfo, routed, i)->clause);
+	return routed;
+}
+
+static Node *
+make_oid(Oid oid)
+{
+	return (Node *) makeInteger((int) oid);
+}
+
+static Plan *
+eddy_plan_join_path(PlannerInfo *root, RelOptInfo *joinrel,
+					CustomPath *best_path, List *tlist,
+					List *clauses, List *custom_plans)
+{
+	EddyJoinPath *jp = (EddyJoinPath *) best_path;
+	CustomScan *cscan = makeNode(CustomScan);
+	List	   *scan_tlist = NIL;
+	List	   *exprs = NIL;
+	List	   *sources = NIL;
+	List	   *modules = NIL;
+	List	   *sel_rinfos = NIL;
+	List	   *sel_prereq_rels = NIL;	/* per selection: relations whose earlier
+										 * selections must run first, or -1 */
+	int		   *first_col = palloc(sizeof(int) * jp->nrels);
+	int			plan_i = 0;
+	int			i;
+	uint32		all_rels = (jp->nrels >= 32) ? ~0u : ((1u << jp->nrels) - 1);
+	ListCell   *lc;
+
+	/* Sources and the wide tuple's column ranges */
+	for (i = 0; i < jp->nrels; i++)
+	{
+		RelOptInfo *rel = jp->rels[i];
+		List	   *cols;
+		List	   *source;
+		ListCell   *lc2;
+		int			ncols;
+
+		first_col[i] = list_length(scan_tlist);
+		if (jp->scanned[i])
+		{
+			Plan	   *child = list_nth(custom_plans, plan_i);
+			List	   *routed = route_scan_quals(root, rel, child);
+
+			/* routed restriction clauses come first, in PostgreSQL's order */
+			foreach(lc2, routed)
+			{
+				sel_rinfos = lappend(sel_rinfos, lfirst(lc2));
+				sel_prereq_rels = lappend_int(sel_prereq_rels, i);
+			}
+			cols = child->targetlist;
+			ncols = list_length(cols);
+			foreach(lc2, cols)
+			{
+				TargetEntry *tle = lfirst_node(TargetEntry, lc2);
+
+				scan_tlist = lappend(scan_tlist,
+									 makeTargetEntry(copyObject(tle->expr),
+													 list_length(scan_tlist) + 1,
+													 NULL, false));
+			}
+			source = list_make4(makeInteger(EDDY_SOURCE_SCAN),
+								makeInteger(first_col[i]),
+								makeInteger(ncols),
+								makeInteger(plan_i));
+			plan_i++;
+		}
+		else
+		{
+			RangeTblEntry *rte = planner_rt_fetch(rel->relid, root);
+			List	   *attnos = NIL;
+			JoinEdge   *edge = NULL;
+
+			foreach(lc2, jp->edges)
+			{
+				JoinEdge   *e = lfirst(lc2);
+
+				if (e->index_into == i)
+					edge = e;
+			}
+			Assert(edge != NULL);
+			foreach(lc2, jp->targets[i]->exprs)
+			{
+				Var		   *var = lfirst_node(Var, lc2);
+
+				attnos = lappend_int(attnos, var->varattno);
+				scan_tlist = lappend(scan_tlist,
+									 makeTargetEntry((Expr *) copyObject(var),
+													 list_length(scan_tlist) + 1,
+													 NULL, false));
+			}
+			ncols = list_length(attnos);
+			source = list_make5(makeInteger(EDDY_SOURCE_INDEX),
+								makeInteger(first_col[i]),
+								makeInteger(ncols),
+								make_oid(rte->relid),
+								attnos);
+		}
+		sources = lappend(sources, source);
+	}
+
+	/* Selections over several relations, and of index-joined relations */
+	foreach(lc, jp->selections)
+	{
+		RestrictInfo *rinfo = lfirst_node(RestrictInfo, lc);
+		uint32		rels = rel_mask(jp, rinfo->clause_relids);
+		int			single = (rels != 0 && (rels & (rels - 1)) == 0) ? ffs(rels) - 1 : -1;
+
+		sel_rinfos = lappend(sel_rinfos, rinfo);
+		sel_prereq_rels = lappend_int(sel_prereq_rels, single);
+	}
+
+	/* Selection modules, with their prerequisites */
+	i = 0;
+	foreach(lc, sel_rinfos)
+	{
+		RestrictInfo *rinfo = lfirst_node(RestrictInfo, lc);
+		uint32		rels = rel_mask(jp, rinfo->clause_relids);
+		int			single = list_nth_int(sel_prereq_rels, i);
+		List	   *prereq = NIL;
+		bool		complete_only = false;
+		QualCost	cost;
+
+		if (EddyExprMayRaise((Node *) rinfo->clause))
+		{
+			int			j;
+
+			if (single >= 0 && rels != 0)
+			{
+				/* after the earlier selections on the same relation */
+				for (j = 0; j < i; j++)
+					if (list_nth_int(sel_prereq_rels, j) == single)
+						prereq = lappend_int(prereq, j);
+			}
+			else
+			{
+				/* over several relations: last, on complete tuples */
+				complete_only = true;
+				for (j = 0; j < list_length(sel_rinfos); j++)
+					if (j != i && !EddyExprMayRaise((Node *) list_nth_node(RestrictInfo, sel_rinfos, j)->clause))
+						prereq = lappend_int(prereq, j);
+				for (j = 0; j < i; j++)
+					if (EddyExprMayRaise((Node *) list_nth_node(RestrictInfo, sel_rinfos, j)->clause))
+						prereq = lappend_int(prereq, j);
+			}
+		}
+		cost_qual_eval_node(&cost, (Node *) rinfo, root);
+		modules = lappend(modules,
+						  list_make5(makeInteger(EDDY_MODULE_SELECTION),
+									 makeInteger((int) (complete_only ? all_rels : rels)),
+									 prereq,
+									 makeInteger(list_length(exprs)),
+									 makeFloat(psprintf("%.6g", cost.per_tuple + cost.startup))));
+		exprs = lappend(exprs, rinfo->clause);
+		i++;
+	}
+
+	/* Join modules: the tree's edges */
+	foreach(lc, jp->edges)
+	{
+		JoinEdge   *e = lfirst(lc);
+		List	   *keyclauses = e->index_into >= 0 ? e->index_clauses : e->clauses;
+		int			side0 = e->index_into >= 0 ? (e->index_into == e->a ? e->b : e->a) : e->a;
+		int			side1 = (side0 == e->a) ? e->b : e->a;
+		List	   *opnos = NIL;
+		List	   *colls = NIL;
+		List	   *keys0 = NIL;
+		List	   *keys1 = NIL;
+		uint32		mask0 = 0;
+		uint32		mask1 = 0;
+		ListCell   *lc2;
+		List	   *module;
+
+		mask0 = tree_side(jp, e, side0);
+		mask1 = all_rels & ~mask0;
+
+		foreach(lc2, keyclauses)
+		{
+			RestrictInfo *rinfo = lfirst_node(RestrictInfo, lc2);
+			OpExpr	   *op = (OpExpr *) rinfo->clause;
+			Index		relid0 = jp->rels[side0]->relid;
+			Oid			opno = op->opno;
+
+			if (!bms_is_member(relid0, rinfo->left_relids))
+				opno = get_commutator(opno);
+			opnos = lappend(opnos, make_oid(opno));
+			colls = lappend(colls, make_oid(op->inputcollid));
+			keys0 = lappend_int(keys0, list_length(exprs));
+			exprs = lappend(exprs, clause_side(rinfo, relid0));
+			keys1 = lappend_int(keys1, list_length(exprs));
+			exprs = lappend(exprs, clause_side(rinfo, jp->rels[side1]->relid));
+		}
+		module = list_make5(makeInteger(e->index_into >= 0 ? EDDY_MODULE_INDEX_JOIN : EDDY_MODULE_HASH_JOIN),
+							list_make4(makeInteger(side0), makeInteger(side1),
+									   makeInteger((int) mask0), makeInteger((int) mask1)),
+							list_make2(opnos, colls),
+							list_make2(keys0, keys1),
+							e->index_into >= 0 ?
+							list_make3(make_oid(e->index->indexoid),
+									   e->index_cols,
+									   list_make1(makeString(pstrdup(e->index->relam == BTREE_AM_OID ? "btree" : "hash")))) :
+							NIL);
+		/* the join condition, for EXPLAIN */
+		module = lappend(module, makeInteger(list_length(exprs)));
+		exprs = lappend(exprs, keyclauses == NIL ? (Expr *) makeBoolConst(true, false) :
+						make_ands_explicit(extract_actual_clauses(keyclauses, false)));
+		modules = lappend(modules, module);
+	}
+
+	cscan->scan.plan.targetlist = tlist;
+	cscan->scan.plan.qual = NIL;
+	cscan->scan.scanrelid = 0;
+	cscan->flags = best_path->flags;
+	cscan->custom_plans = custom_plans;
+	cscan->custom_exprs = exprs;
+	cscan->custom_private = list_make3(makeInteger(EDDY_KIND_JOIN), sources, modules);
+	cscan->custom_scan_tlist = scan_tlist;
+	cscan->methods = &eddy_scan_methods;
+
+	(void) clauses;				/* a join relation has no restriction clauses */
+	return &cscan->scan.plan;
+}

@@ -1,0 +1,90 @@
+-- Join eddies: where they apply, their modules, and what EXPLAIN shows
+SET max_parallel_workers_per_gather = 0;
+CREATE TABLE ja AS SELECT g AS id, g % 10 AS x, (g % 20)::text AS t,
+  CASE WHEN g % 7 = 0 THEN NULL ELSE g % 50 END AS n
+FROM generate_series(1, 2000) g;
+CREATE TABLE jb AS SELECT g AS id, g % 50 AS aid, (g % 13)::int8 AS big, g % 3 AS s
+FROM generate_series(1, 3000) g;
+CREATE TABLE jc AS SELECT g AS id, g % 30 AS bid, (g % 9)::numeric / 2 AS num
+FROM generate_series(1, 500) g;
+CREATE INDEX ja_id ON ja (id);
+CREATE INDEX jc_id ON jc (id);
+ANALYZE ja, jb, jc;
+
+-- EXPLAIN ANALYZE with the memory figure masked (it depends on the platform)
+CREATE FUNCTION explain_masked(q text) RETURNS SETOF text LANGUAGE plpgsql AS $$
+DECLARE ln text;
+BEGIN
+  FOR ln IN EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) ' || q LOOP
+    RETURN NEXT regexp_replace(ln, 'Peak Memory: \d+', 'Peak Memory: N');
+  END LOOP;
+END $$;
+
+-- a two-way equi-join: a symmetric hash join of two dual STAIRs
+EXPLAIN (COSTS OFF) SELECT count(*) FROM ja JOIN jb ON ja.x = jb.s;
+SELECT count(*) FROM ja JOIN jb ON ja.x = jb.s;
+
+-- PostgreSQL's index nested loop becomes an index join (join_method auto)
+EXPLAIN (COSTS OFF)
+SELECT count(*) FROM ja JOIN jb ON ja.id = jb.aid JOIN jc ON jc.id = jb.id;
+SELECT count(*) FROM ja JOIN jb ON ja.id = jb.aid JOIN jc ON jc.id = jb.id;
+
+-- join_method overrides it
+SET eddy.join_method = hash;
+EXPLAIN (COSTS OFF)
+SELECT count(*) FROM ja JOIN jb ON ja.id = jb.aid JOIN jc ON jc.id = jb.id;
+SET eddy.join_method = index;
+EXPLAIN (COSTS OFF)
+SELECT count(*) FROM ja JOIN jb ON ja.id = jb.aid JOIN jc ON jc.id = jb.id;
+SELECT count(*) FROM ja JOIN jb ON ja.id = jb.aid JOIN jc ON jc.id = jb.id;
+RESET eddy.join_method;
+
+-- cross-type keys, non-hashable join clauses, clauses over several relations,
+-- a cycle, and a cross product
+EXPLAIN (COSTS OFF)
+SELECT count(*) FROM ja, jb, jc
+WHERE ja.x = jb.big AND jb.id = jc.bid AND ja.n::numeric = jc.num AND ja.id < jb.id + jc.id;
+SELECT count(*) FROM ja, jb, jc
+WHERE ja.x = jb.big AND jb.id = jc.bid AND ja.n::numeric = jc.num AND ja.id < jb.id + jc.id;
+EXPLAIN (COSTS OFF) SELECT count(*) FROM ja, jc WHERE ja.x = 1 AND jc.id < 3;
+SELECT count(*) FROM ja, jc WHERE ja.x = 1 AND jc.id < 3;
+
+-- a clause over several relations that may raise runs last, on complete
+-- tuples, after the predicates that guard it (here jb.s <> 0, so ja.x <> 0)
+SET eddy.selection_min_cost = 0;
+EXPLAIN (COSTS OFF)
+SELECT count(*) FROM ja JOIN jb ON ja.x = jb.s WHERE jb.s <> 0 AND jb.aid / ja.x > 2;
+SET eddy.routing_policy = random;
+SET eddy.reopt_frequency = 1;
+SELECT count(*) FROM ja JOIN jb ON ja.x = jb.s WHERE jb.s <> 0 AND jb.aid / ja.x > 2;
+RESET eddy.routing_policy;
+RESET eddy.reopt_frequency;
+RESET eddy.selection_min_cost;
+
+-- counters (fixed policy: deterministic)
+SET eddy.routing_policy = fixed;
+SELECT * FROM explain_masked('SELECT count(*) FROM ja JOIN jb ON ja.x = jb.s WHERE jb.id < 100');
+RESET eddy.routing_policy;
+
+-- fallbacks, with the reason at DEBUG1
+SET client_min_messages = debug1;
+EXPLAIN (COSTS OFF) SELECT count(*) FROM ja LEFT JOIN jb ON ja.x = jb.s;
+EXPLAIN (COSTS OFF) SELECT count(*) FROM ja WHERE ja.x IN (SELECT s FROM jb);
+EXPLAIN (COSTS OFF) SELECT * FROM ja JOIN jb ON ja.id = jb.aid WHERE ja.id = 1 FOR UPDATE;
+SET eddy.max_sources = 2;
+EXPLAIN (COSTS OFF) SELECT count(*) FROM ja, jb, jc WHERE ja.x = jb.s AND jb.id = jc.bid;
+RESET eddy.max_sources;
+RESET client_min_messages;
+
+-- the inner-join block under an outer join can still be an eddy in a subquery
+EXPLAIN (COSTS OFF)
+SELECT count(*) FROM jc LEFT JOIN
+  (SELECT jb.id FROM ja JOIN jb ON ja.x = jb.s OFFSET 0) sub ON sub.id = jc.id;
+
+-- the memory limit
+SET eddy.max_memory = '64kB';
+SELECT count(*) FROM ja JOIN jb ON ja.x = jb.s;
+RESET eddy.max_memory;
+
+DROP FUNCTION explain_masked(text);
+DROP TABLE ja, jb, jc;
