@@ -49,8 +49,11 @@ build: sysdeps
 install: build
 	$(MAKE) -C extension install PG_CONFIG=$(PG_CONFIG)
 
-# The tests run an assert-enabled build: rebuild from clean with the flag.
+# The tests run an assert-enabled build: rebuild from clean with the flag,
+# after checking that the production build compiles warning-free too.
 test: sysdeps venv
+	$(MAKE) -C extension clean PG_CONFIG=$(PG_CONFIG)
+	$(MAKE) -C extension PG_CONFIG=$(PG_CONFIG)
 	$(MAKE) -C extension clean PG_CONFIG=$(PG_CONFIG)
 	$(MAKE) -C extension install EDDY_ASSERT=1 PG_CONFIG=$(PG_CONFIG)
 	VENV=$(abspath $(VENV)) tests/run-tests.sh

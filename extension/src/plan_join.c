@@ -806,16 +806,6 @@ eddy_plan_join_path(PlannerInfo *root, RelOptInfo *joinrel,
 		{
 			RangeTblEntry *rte = planner_rt_fetch(rel->relid, root);
 			List	   *attnos = NIL;
-			JoinEdge   *edge = NULL;
-
-			foreach(lc2, jp->edges)
-			{
-				JoinEdge   *e = lfirst(lc2);
-
-				if (e->index_into == i)
-					edge = e;
-			}
-			Assert(edge != NULL);
 			foreach(lc2, jp->targets[i]->exprs)
 			{
 				Var		   *var = lfirst_node(Var, lc2);
