@@ -76,6 +76,7 @@ typedef struct EddyRow
 {
 	struct EddyRow *persistent; /* its copy in state memory, once made */
 	bool		in_state;
+	bool		kept;			/* a stored tuple references it */
 	Datum	   *values;
 	bool	   *isnull;
 } EddyRow;
@@ -177,8 +178,8 @@ typedef struct EddyJoinState
 	uint64		all_done;
 	TupleTableSlot *wide;
 	EddyRow   **loaded;			/* row whose values are in the wide slot */
-	MemoryContext state;
-	MemoryContext transient;
+	EddyArena	state;			/* what STAIRs keep */
+	EddyArena	transient;		/* rewound at every point of stasis */
 	Size		max_memory;
 	Size		peak_memory;
 	JFrame	   *stack;
@@ -198,6 +199,13 @@ typedef struct EddyJoinState
 	uint64		recomputations;
 	int			until_sample;
 	pg_prng_state rng;
+	/* the state arena before and after the last source row */
+	char	   *row_mark;
+	char	   *row_mark_end;
+	char	   *row_mark_after;
+	EddyRow    *fresh_row;		/* that row */
+	Datum	   *fetch_values;	/* scratch for index fetches */
+	bool	   *fetch_isnull;
 } EddyJoinState;
 
 static inline double
@@ -217,8 +225,8 @@ now_ns(void)
 static void
 check_memory(EddyJoinState *js)
 {
-	Size		used = MemoryContextMemAllocated(js->state, true) +
-		MemoryContextMemAllocated(js->transient, true);
+	Size		used = MemoryContextMemAllocated(js->state.cxt, false) +
+		MemoryContextMemAllocated(js->transient.cxt, false);
 
 	if (used > js->peak_memory)
 		js->peak_memory = used;
@@ -230,23 +238,42 @@ check_memory(EddyJoinState *js)
 				 errhint("Raise eddy.max_memory, or work_mem / hash_mem_multiplier when eddy.max_memory is -1.")));
 }
 
-/* A row of source i from values/isnull, in the current memory context */
+/*
+ * A row of source src from values/isnull, in one allocation from the
+ * arena: header, values, nulls, then the by-reference values' bytes.
+ */
 static EddyRow *
-make_row(JSource *src, Datum *values, bool *isnull)
+make_row(EddyArena *arena, JSource *src, Datum *values, bool *isnull)
 {
-	EddyRow    *row = palloc(sizeof(EddyRow) +
-							 src->ncols * (sizeof(Datum) + sizeof(bool)));
+	Size		size = MAXALIGN(sizeof(EddyRow)) +
+		MAXALIGN(src->ncols * sizeof(Datum)) + MAXALIGN(src->ncols * sizeof(bool));
+	EddyRow    *row;
+	char	   *data;
 	int			c;
 
+	for (c = 0; c < src->ncols; c++)
+		if (!isnull[c] && !src->typbyval[c])
+			size += MAXALIGN(datumGetSize(values[c], false, src->typlen[c]));
+	row = EddyArenaAlloc(arena, size);
 	row->persistent = NULL;
 	row->in_state = false;
-	row->values = (Datum *) (row + 1);
-	row->isnull = (bool *) (row->values + src->ncols);
+	row->kept = false;
+	row->values = (Datum *) ((char *) row + MAXALIGN(sizeof(EddyRow)));
+	row->isnull = (bool *) ((char *) row->values + MAXALIGN(src->ncols * sizeof(Datum)));
+	data = (char *) row->isnull + MAXALIGN(src->ncols * sizeof(bool));
 	for (c = 0; c < src->ncols; c++)
 	{
 		row->isnull[c] = isnull[c];
-		row->values[c] = (isnull[c] || src->typbyval[c]) ? values[c] :
-			datumCopy(values[c], false, src->typlen[c]);
+		if (isnull[c] || src->typbyval[c])
+			row->values[c] = values[c];
+		else
+		{
+			Size		len = datumGetSize(values[c], false, src->typlen[c]);
+
+			memcpy(data, DatumGetPointer(values[c]), len);
+			row->values[c] = PointerGetDatum(data);
+			data += MAXALIGN(len);
+		}
 	}
 	return row;
 }
@@ -255,41 +282,57 @@ make_row(JSource *src, Datum *values, bool *isnull)
 static EddyRow *
 persist_row(EddyJoinState *js, int i, EddyRow *row)
 {
-	MemoryContext old;
 	EddyRow    *copy;
 
 	if (row->in_state)
+	{
+		row->kept = true;
 		return row;
+	}
 	if (row->persistent != NULL)
 		return row->persistent;
-	old = MemoryContextSwitchTo(js->state);
-	copy = make_row(&js->sources[i], row->values, row->isnull);
+	copy = make_row(&js->state, &js->sources[i], row->values, row->isnull);
 	copy->in_state = true;
-	MemoryContextSwitchTo(old);
+	copy->kept = true;
 	row->persistent = copy;
 	return copy;
 }
 
-static EddyTuple *
-alloc_tuple(EddyJoinState *js, MemoryContext mcxt)
+/* An eddy tuple; the caller sets every field, rows included */
+static inline EddyTuple *
+alloc_tuple(EddyJoinState *js, EddyArena *arena)
 {
-	return MemoryContextAllocZero(mcxt, offsetof(EddyTuple, rows) +
-								  sizeof(EddyRow *) * js->nsources);
+	return EddyArenaAlloc(arena, offsetof(EddyTuple, rows) +
+						  sizeof(EddyRow *) * js->nsources);
 }
 
 /* A tuple's copy in state memory, for a STAIR to keep */
 static EddyTuple *
 store_tuple(EddyJoinState *js, EddyTuple *t)
 {
-	EddyTuple  *s = alloc_tuple(js, js->state);
+	EddyTuple  *s = alloc_tuple(js, &js->state);
 	int			i;
 
 	s->spans = t->spans;
 	s->done = t->done;
 	for (i = 0; i < js->nsources; i++)
-		if (t->rows[i] != NULL)
-			s->rows[i] = persist_row(js, i, t->rows[i]);
+		s->rows[i] = t->rows[i] != NULL ? persist_row(js, i, t->rows[i]) : NULL;
 	return s;
+}
+
+/* A by-reference datum copied into the arena */
+static Datum
+arena_datum_copy(EddyArena *arena, Datum d, bool byval, int16 len)
+{
+	Size		size;
+	char	   *p;
+
+	if (byval)
+		return d;
+	size = datumGetSize(d, false, len);
+	p = EddyArenaAlloc(arena, size);
+	memcpy(p, DatumGetPointer(d), size);
+	return PointerGetDatum(p);
 }
 
 /* Put the tuple's rows into the wide slot */
@@ -402,10 +445,11 @@ EddyJoinBegin(CustomScanState *node, EState *estate, int eflags)
 	js->sources = palloc0(sizeof(JSource) * js->nsources);
 	js->loaded = palloc0(sizeof(EddyRow *) * js->nsources);
 	js->all_rels = (js->nsources >= 32) ? ~0u : ((1u << js->nsources) - 1);
-	js->state = AllocSetContextCreate(estate->es_query_cxt, "eddy join state",
-									  ALLOCSET_DEFAULT_SIZES);
-	js->transient = AllocSetContextCreate(estate->es_query_cxt, "eddy transient tuples",
-										  ALLOCSET_DEFAULT_SIZES);
+	EddyArenaInit(&js->state, AllocSetContextCreate(estate->es_query_cxt, "eddy join state",
+													ALLOCSET_DEFAULT_SIZES));
+	EddyArenaInit(&js->transient, AllocSetContextCreate(estate->es_query_cxt,
+														"eddy transient tuples",
+														ALLOCSET_DEFAULT_SIZES));
 
 	/* sources */
 	for (i = 0; i < js->nsources; i++)
@@ -450,6 +494,14 @@ EddyJoinBegin(CustomScanState *node, EState *estate, int eflags)
 			}
 			src->heapslot = table_slot_create(src->heap, NULL);
 		}
+	}
+	{
+		int			maxcols = 1;
+
+		for (i = 0; i < js->nsources; i++)
+			maxcols = Max(maxcols, js->sources[i].ncols);
+		js->fetch_values = palloc(sizeof(Datum) * maxcols);
+		js->fetch_isnull = palloc(sizeof(bool) * maxcols);
 	}
 	node->custom_ps = child_states;
 
@@ -505,8 +557,8 @@ EddyJoinBegin(CustomScanState *node, EState *estate, int eflags)
 			{
 				MemoryContext old = MemoryContextSwitchTo(estate->es_query_cxt);
 
-				m->stair[0] = StairCreate(&m->keys, 0, js->state);
-				m->stair[1] = StairCreate(&m->keys, 1, js->state);
+				m->stair[0] = StairCreateInArena(&m->keys, 0, &js->state);
+				m->stair[1] = StairCreateInArena(&m->keys, 1, &js->state);
 				MemoryContextSwitchTo(old);
 				m->label = "Hash Join";
 				nstairs += 2;
@@ -773,12 +825,11 @@ route(EddyJoinState *js, uint32 spans, uint64 done)
 
 /*
  * Key values of tuple t on side `side` of join m; false if a key is NULL.
- * Computed keys of by-reference types are copied into the current memory
- * context.
+ * Computed keys of by-reference types are copied into the arena.
  */
 static bool
 join_keys(EddyJoinState *js, JModule *m, int side, EddyTuple *t, Datum *values,
-		  bool *filled)
+		  bool *filled, EddyArena *arena)
 {
 	EddyRow    *row = t->rows[m->rel[side]];
 	ExprContext *econtext = js->node->ss.ps.ps_ExprContext;
@@ -810,8 +861,8 @@ join_keys(EddyJoinState *js, JModule *m, int side, EddyTuple *t, Datum *values,
 			if (isnull)
 				return false;
 			/* by-reference results must outlive the per-tuple context */
-			values[k] = m->keybyval[side][k] ? d :
-				datumCopy(d, false, m->keylen[side][k]);
+			values[k] = arena_datum_copy(arena, d, m->keybyval[side][k],
+										 m->keylen[side][k]);
 		}
 	}
 	return true;
@@ -826,9 +877,7 @@ join_keys(EddyJoinState *js, JModule *m, int side, EddyTuple *t, Datum *values,
 static bool
 start_join(EddyJoinState *js, JModule *m, int dir, EddyTuple *t)
 {
-	MemoryContext old;
-	Datum	   *keys;
-	bool	   *isnull;
+	Datum	   *keys = EddyArenaAlloc(&js->transient, sizeof(Datum) * Max(m->nkeys, 1));
 	bool		filled;
 	uint32		hash;
 	JFrame	   *f;
@@ -839,14 +888,8 @@ start_join(EddyJoinState *js, JModule *m, int dir, EddyTuple *t)
 		int			k;
 
 		Assert(dir == 0);
-		old = MemoryContextSwitchTo(js->transient);
-		keys = palloc(sizeof(Datum) * Max(m->nkeys, 1));
-		if (!join_keys(js, m, 0, t, keys, &filled))
-		{
-			MemoryContextSwitchTo(old);
+		if (!join_keys(js, m, 0, t, keys, &filled, &js->transient))
 			return false;		/* a NULL key matches nothing */
-		}
-		MemoryContextSwitchTo(old);
 		for (k = 0; k < m->nkeys; k++)
 			m->skeys[k].sk_argument = keys[k];
 		index_rescan(m->scan, m->skeys, m->nkeys, NULL, 0);
@@ -858,18 +901,10 @@ start_join(EddyJoinState *js, JModule *m, int dir, EddyTuple *t)
 	}
 
 	/* the stored copy's rows hold the key values the STAIR keeps */
-	old = MemoryContextSwitchTo(js->state);
 	probe = store_tuple(js, t);
-	keys = palloc(sizeof(Datum) * Max(m->nkeys, 1));
-	isnull = palloc0(sizeof(bool) * Max(m->nkeys, 1));
-	if (!join_keys(js, m, dir, probe, keys, &filled))
-	{
-		MemoryContextSwitchTo(old);
+	if (!join_keys(js, m, dir, probe, keys, &filled, &js->state))
 		return false;
-	}
-	MemoryContextSwitchTo(old);
-	if (!StairKeysHash(&m->keys, dir, keys, isnull, &hash))
-		return false;
+	StairKeysHash(&m->keys, dir, keys, NULL, &hash);
 	StairInsert(m->stair[dir], hash, keys, probe);
 	check_memory(js);
 	f = &js->stack[js->nstack++];
@@ -896,7 +931,7 @@ frame_next(EddyJoinState *js, JFrame *f)
 
 		if (u == NULL)
 			return NULL;
-		r = alloc_tuple(js, js->transient);
+		r = alloc_tuple(js, &js->transient);
 		r->spans = probe->spans | u->spans;
 		r->done = probe->done | u->done | (UINT64CONST(1) << mi);
 		for (i = 0; i < js->nsources; i++)
@@ -914,7 +949,6 @@ frame_next(EddyJoinState *js, JFrame *f)
 			bool	   *isnull;
 			EddyRow    *row;
 			int			c;
-			MemoryContext old;
 
 			CHECK_FOR_INTERRUPTS();
 			slot_getsomeattrs(src->heapslot, src->max_attno);
@@ -940,17 +974,15 @@ frame_next(EddyJoinState *js, JFrame *f)
 				if (!match)
 					continue;
 			}
-			old = MemoryContextSwitchTo(js->transient);
-			values = palloc(sizeof(Datum) * Max(src->ncols, 1));
-			isnull = palloc(sizeof(bool) * Max(src->ncols, 1));
+			values = js->fetch_values;
+			isnull = js->fetch_isnull;
 			for (c = 0; c < src->ncols; c++)
 			{
 				values[c] = src->heapslot->tts_values[src->attnos[c] - 1];
 				isnull[c] = src->heapslot->tts_isnull[src->attnos[c] - 1];
 			}
-			row = make_row(src, values, isnull);
-			r = alloc_tuple(js, js->transient);
-			MemoryContextSwitchTo(old);
+			row = make_row(&js->transient, src, values, isnull);
+			r = alloc_tuple(js, &js->transient);
 			r->spans = probe->spans | (1u << m->rel[1]);
 			r->done = probe->done | (UINT64CONST(1) << mi);
 			memcpy(r->rows, probe->rows, sizeof(EddyRow *) * js->nsources);
@@ -974,7 +1006,6 @@ read_source(EddyJoinState *js)
 		JSource    *src = &js->sources[i];
 		TupleTableSlot *slot;
 		EddyTuple  *t;
-		MemoryContext old;
 
 		js->next_source = (js->next_source + 1) % js->nsources;
 		if (src->method != EDDY_SOURCE_SCAN || src->exhausted)
@@ -986,12 +1017,21 @@ read_source(EddyJoinState *js)
 			continue;
 		}
 		slot_getallattrs(slot);
-		old = MemoryContextSwitchTo(js->transient);
-		t = alloc_tuple(js, js->transient);
+		t = alloc_tuple(js, &js->transient);
+		memset(t->rows, 0, sizeof(EddyRow *) * js->nsources);
 		t->spans = 1u << i;
 		t->done = 0;
-		t->rows[i] = make_row(src, slot->tts_values, slot->tts_isnull);
-		MemoryContextSwitchTo(old);
+		/*
+		 * The row goes straight to state memory (a STAIR will usually keep
+		 * it: copied once).  If the tuple is dropped before anything keeps
+		 * it, EddyJoinNext gives the bytes back.
+		 */
+		js->row_mark = js->state.ptr;
+		js->row_mark_end = js->state.end;
+		t->rows[i] = make_row(&js->state, src, slot->tts_values, slot->tts_isnull);
+		t->rows[i]->in_state = true;
+		js->row_mark_after = js->state.ptr;
+		js->fresh_row = t->rows[i];
 		return t;
 	}
 	return NULL;
@@ -1001,6 +1041,20 @@ read_source(EddyJoinState *js)
  *		The iterator
  * ----------------------------------------------------------------
  */
+
+/*
+ * At a point of stasis: if no stored tuple kept the last source row, give
+ * its bytes back to the state arena (nothing else was allocated there
+ * after it, since only storing allocates state).
+ */
+static inline void
+release_fresh_row(EddyJoinState *js)
+{
+	if (js->fresh_row != NULL && !js->fresh_row->kept &&
+		js->state.ptr == js->row_mark_after && js->state.end == js->row_mark_end)
+		js->state.ptr = js->row_mark;
+	js->fresh_row = NULL;
+}
 
 TupleTableSlot *
 EddyJoinNext(EddyJoinState *js)
@@ -1027,7 +1081,8 @@ EddyJoinNext(EddyJoinState *js)
 		else
 		{
 			/* a point of stasis: nothing in flight references transient memory */
-			MemoryContextReset(js->transient);
+			EddyArenaRewind(&js->transient);
+			release_fresh_row(js);
 			memset(js->loaded, 0, sizeof(EddyRow *) * js->nsources);
 			t = read_source(js);
 			if (t == NULL)
@@ -1123,8 +1178,8 @@ EddyJoinEnd(EddyJoinState *js)
 			table_close(src->heap, AccessShareLock);
 		}
 	}
-	MemoryContextDelete(js->state);
-	MemoryContextDelete(js->transient);
+	MemoryContextDelete(js->state.cxt);
+	MemoryContextDelete(js->transient.cxt);
 }
 
 void
@@ -1135,8 +1190,9 @@ EddyJoinRescan(EddyJoinState *js)
 
 	js->nstack = 0;
 	js->next_source = 0;
-	MemoryContextReset(js->transient);
-	MemoryContextReset(js->state);
+	EddyArenaReset(&js->transient);
+	EddyArenaReset(&js->state);
+	js->fresh_row = NULL;
 	memset(js->loaded, 0, sizeof(EddyRow *) * js->nsources);
 	for (i = 0; i < js->nmodules; i++)
 	{

@@ -25,6 +25,65 @@
 #include "utils/memutils.h"
 
 #define STAIR_INITIAL_BUCKETS	1024
+#define ARENA_MIN_BLOCK			(64 * 1024)
+#define ARENA_MAX_BLOCK			(4 * 1024 * 1024)
+
+/* An arena whose blocks live in cxt (which it owns: reset with the arena) */
+void
+EddyArenaInit(EddyArena *arena, MemoryContext cxt)
+{
+	memset(arena, 0, sizeof(EddyArena));
+	arena->cxt = cxt;
+	arena->next_block = ARENA_MIN_BLOCK;
+}
+
+void *
+EddyArenaAllocSlow(EddyArena *arena, Size size)
+{
+	Size		blocksize = Max(arena->next_block, size);
+	char	   *block;
+
+	block = MemoryContextAllocExtended(arena->cxt, blocksize, MCXT_ALLOC_HUGE);
+	if (arena->nblocks == 0)
+	{
+		arena->first = block;
+		arena->first_size = blocksize;
+	}
+	arena->nblocks++;
+	arena->allocated += blocksize;
+	if (arena->next_block < ARENA_MAX_BLOCK)
+		arena->next_block *= 2;
+	arena->ptr = block + size;
+	arena->end = block + blocksize;
+	return block;
+}
+
+/* Free everything. */
+void
+EddyArenaReset(EddyArena *arena)
+{
+	MemoryContextReset(arena->cxt);
+	arena->ptr = arena->end = arena->first = NULL;
+	arena->nblocks = 0;
+	arena->allocated = 0;
+	arena->next_block = ARENA_MIN_BLOCK;
+}
+
+/* Free everything, keeping the first block when it is the only one. */
+void
+EddyArenaRewind(EddyArena *arena)
+{
+	if (arena->nblocks <= 1)
+	{
+		if (arena->first != NULL)
+		{
+			arena->ptr = arena->first;
+			arena->end = arena->first + arena->first_size;
+		}
+		return;
+	}
+	EddyArenaReset(arena);
+}
 
 /*
  * Set up hashing and equality for an equi-join on the given hashable
@@ -62,7 +121,8 @@ StairJoinKeysInit(StairJoinKeys *keys, List *opnos, List *collations)
 }
 
 /*
- * Hash one side's key values.  Returns false if a key is NULL.
+ * Hash one side's key values.  Returns false if a key is NULL (isnull may
+ * be NULL when the caller knows none is).
  */
 bool
 StairKeysHash(StairJoinKeys *keys, int side, Datum *values, bool *isnull,
@@ -75,7 +135,7 @@ StairKeysHash(StairJoinKeys *keys, int side, Datum *values, bool *isnull,
 	{
 		uint32		kh;
 
-		if (isnull[i])
+		if (isnull != NULL && isnull[i])
 			return false;
 		kh = DatumGetUInt32(FunctionCall1Coll(&keys->hash[side][i],
 											  keys->collations[i],
@@ -84,6 +144,16 @@ StairKeysHash(StairJoinKeys *keys, int side, Datum *values, bool *isnull,
 	}
 	*hash = h;
 	return true;
+}
+
+/* A STAIR whose entries and groups come from the arena (buckets from its context) */
+Stair *
+StairCreateInArena(StairJoinKeys *keys, int side, EddyArena *arena)
+{
+	Stair	   *stair = StairCreate(keys, side, arena->cxt);
+
+	stair->arena = arena;
+	return stair;
 }
 
 /*
@@ -157,15 +227,17 @@ StairInsert(Stair *stair, uint32 hash, Datum *values, void *payload)
 			stair_grow(stair);
 			b = hash & (stair->nbuckets - 1);
 		}
-		g = MemoryContextAlloc(stair->mcxt, sizeof(StairGroup));
+		g = stair->arena ? EddyArenaAlloc(stair->arena, sizeof(StairGroup)) :
+			MemoryContextAlloc(stair->mcxt, sizeof(StairGroup));
 		g->hash = hash;
 		g->entries = NULL;
 		g->next = stair->buckets[b];
 		stair->buckets[b] = g;
 		stair->ngroups++;
 	}
-	e = MemoryContextAlloc(stair->mcxt,
-						   offsetof(StairEntry, keys) + sizeof(Datum) * nkeys);
+	e = stair->arena ?
+		EddyArenaAlloc(stair->arena, offsetof(StairEntry, keys) + sizeof(Datum) * nkeys) :
+		MemoryContextAlloc(stair->mcxt, offsetof(StairEntry, keys) + sizeof(Datum) * nkeys);
 	e->payload = payload;
 	memcpy(e->keys, values, sizeof(Datum) * nkeys);
 	e->next = g->entries;

@@ -35,6 +35,43 @@
 #include "nodes/pg_list.h"
 
 /*
+ * A bump allocator: memory carved from large blocks of a memory context,
+ * with no per-chunk header, freed all at once.  Join state is made of
+ * millions of small objects that die together (at the end of the scan or at
+ * a rescan), so this halves their footprint and makes allocation a pointer
+ * bump.  `allocated` counts the blocks' bytes, so accounting is O(1).
+ */
+typedef struct EddyArena
+{
+	MemoryContext cxt;			/* blocks live here */
+	char	   *ptr;			/* next free byte of the current block */
+	char	   *end;			/* end of the current block */
+	char	   *first;			/* the first block, kept by EddyArenaRewind */
+	Size		first_size;
+	int			nblocks;
+	Size		allocated;		/* bytes in all blocks */
+	Size		next_block;		/* size of the next block */
+} EddyArena;
+
+extern void EddyArenaInit(EddyArena *arena, MemoryContext cxt);
+extern void *EddyArenaAllocSlow(EddyArena *arena, Size size);
+extern void EddyArenaReset(EddyArena *arena);
+extern void EddyArenaRewind(EddyArena *arena);
+
+static inline void *
+EddyArenaAlloc(EddyArena *arena, Size size)
+{
+	char	   *p;
+
+	size = MAXALIGN(size);
+	if (unlikely((Size) (arena->end - arena->ptr) < size))
+		return EddyArenaAllocSlow(arena, size);
+	p = arena->ptr;
+	arena->ptr += size;
+	return p;
+}
+
+/*
  * How one side of an equi-join hashes its keys and compares them with the
  * other side's.  Built once per join (StairJoinKeysInit) and shared by the
  * two dual STAIRs.
@@ -66,6 +103,7 @@ typedef struct Stair
 	StairJoinKeys *keys;
 	int			side;			/* which side of keys this STAIR stores */
 	MemoryContext mcxt;			/* entries, groups and buckets live here */
+	EddyArena  *arena;			/* if set, entries and groups come from it */
 	StairGroup **buckets;
 	uint32		nbuckets;		/* power of two */
 	uint64		ngroups;
@@ -89,6 +127,7 @@ extern void StairJoinKeysInit(StairJoinKeys *keys, List *opnos,
 extern bool StairKeysHash(StairJoinKeys *keys, int side, Datum *values,
 						  bool *isnull, uint32 *hash);
 extern Stair *StairCreate(StairJoinKeys *keys, int side, MemoryContext mcxt);
+extern Stair *StairCreateInArena(StairJoinKeys *keys, int side, EddyArena *arena);
 extern void StairInsert(Stair *stair, uint32 hash, Datum *values, void *payload);
 extern void StairProbeBegin(StairProbe *probe, Stair *stair, uint32 hash,
 							Datum *values);
