@@ -225,8 +225,8 @@ now_ns(void)
 static void
 check_memory(EddyJoinState *js)
 {
-	Size		used = MemoryContextMemAllocated(js->state.cxt, false) +
-		MemoryContextMemAllocated(js->transient.cxt, false);
+	Size		used = js->state.allocated + js->transient.allocated +
+		MemoryContextMemAllocated(js->state.cxt, false);
 
 	if (used > js->peak_memory)
 		js->peak_memory = used;

@@ -25,36 +25,124 @@
 #include "utils/memutils.h"
 
 #define STAIR_INITIAL_BUCKETS	1024
-#define ARENA_MIN_BLOCK			(64 * 1024)
-#define ARENA_MAX_BLOCK			(4 * 1024 * 1024)
+/*
+ * Arena blocks are EDDY_ARENA_BLOCK bytes.  A backend keeps up to
+ * EDDY_ARENA_POOL_MAX bytes of blocks that finished queries gave back, in
+ * TopMemoryContext, and hands them to the next query's arenas: memory the
+ * allocator returned to the operating system at the end of every query
+ * would otherwise be faulted in page by page again by the next one, and
+ * those page faults were most of a join eddy's cost over a hash join.
+ * Blocks return to the pool through a reset callback of the arena's memory
+ * context, so an error does not leak them.
+ */
+#define EDDY_ARENA_BLOCK		(64 * 1024)
+#define EDDY_ARENA_POOL_MAX		(64 * 1024 * 1024)
 
-/* An arena whose blocks live in cxt (which it owns: reset with the arena) */
+static char **arena_pool = NULL;
+static int	arena_pool_n = 0;
+static int	arena_pool_max = 0;
+
+static char *
+arena_pool_get(void)
+{
+	if (arena_pool_n > 0)
+		return arena_pool[--arena_pool_n];
+	return MemoryContextAlloc(TopMemoryContext, EDDY_ARENA_BLOCK);
+}
+
+static void
+arena_pool_put(char *block)
+{
+	if (arena_pool == NULL)
+	{
+		arena_pool_max = EDDY_ARENA_POOL_MAX / EDDY_ARENA_BLOCK;
+		arena_pool = MemoryContextAlloc(TopMemoryContext, sizeof(char *) * arena_pool_max);
+	}
+	if (arena_pool_n < arena_pool_max)
+		arena_pool[arena_pool_n++] = block;
+	else
+		pfree(block);
+}
+
+/* Give the arena's pooled blocks back (its context frees the rest). */
+static void
+arena_release_blocks(EddyArena *arena)
+{
+	int			i;
+
+	for (i = 0; i < arena->nblocks; i++)
+		arena_pool_put(arena->blocks[i]);
+	arena->nblocks = 0;
+	arena->ptr = arena->end = NULL;
+	arena->allocated = 0;
+}
+
+/* The arena's context is going away: its pooled blocks go back to the pool */
+static void
+arena_context_callback(void *arg)
+{
+	EddyArena  *arena = (EddyArena *) arg;
+
+	arena_release_blocks(arena);
+	arena->blocks = NULL;
+	arena->maxblocks = 0;
+	arena->bigs = NULL;
+	arena->nbigs = 0;
+	arena->maxbigs = 0;
+}
+
+/* Append p to a growing array kept in the arena's context */
+static void
+arena_remember(EddyArena *arena, char ***array, int *n, int *max, char *p)
+{
+	if (*n >= *max)
+	{
+		int			newmax = Max(16, *max * 2);
+
+		*array = *array == NULL ?
+			MemoryContextAlloc(arena->cxt, sizeof(char *) * newmax) :
+			repalloc(*array, sizeof(char *) * newmax);
+		*max = newmax;
+	}
+	(*array)[(*n)++] = p;
+}
+
+/*
+ * An arena whose bookkeeping and oversized blocks live in cxt.  The arena
+ * struct must outlive cxt (allocate it in cxt's parent): deleting or
+ * resetting cxt returns the pooled blocks.
+ */
 void
 EddyArenaInit(EddyArena *arena, MemoryContext cxt)
 {
+	MemoryContextCallback *cb;
+
 	memset(arena, 0, sizeof(EddyArena));
 	arena->cxt = cxt;
-	arena->next_block = ARENA_MIN_BLOCK;
+	cb = MemoryContextAlloc(MemoryContextGetParent(cxt), sizeof(MemoryContextCallback));
+	cb->func = arena_context_callback;
+	cb->arg = arena;
+	MemoryContextRegisterResetCallback(cxt, cb);
 }
 
 void *
 EddyArenaAllocSlow(EddyArena *arena, Size size)
 {
-	Size		blocksize = Max(arena->next_block, size);
 	char	   *block;
 
-	block = MemoryContextAllocExtended(arena->cxt, blocksize, MCXT_ALLOC_HUGE);
-	if (arena->nblocks == 0)
+	if (size > EDDY_ARENA_BLOCK / 4)
 	{
-		arena->first = block;
-		arena->first_size = blocksize;
+		/* oversized: a block of its own, not pooled; the current one stays */
+		block = MemoryContextAllocExtended(arena->cxt, size, MCXT_ALLOC_HUGE);
+		arena_remember(arena, &arena->bigs, &arena->nbigs, &arena->maxbigs, block);
+		arena->allocated += size;
+		return block;
 	}
-	arena->nblocks++;
-	arena->allocated += blocksize;
-	if (arena->next_block < ARENA_MAX_BLOCK)
-		arena->next_block *= 2;
+	block = arena_pool_get();
+	arena_remember(arena, &arena->blocks, &arena->nblocks, &arena->maxblocks, block);
+	arena->allocated += EDDY_ARENA_BLOCK;
 	arena->ptr = block + size;
-	arena->end = block + blocksize;
+	arena->end = block + EDDY_ARENA_BLOCK;
 	return block;
 }
 
@@ -62,27 +150,26 @@ EddyArenaAllocSlow(EddyArena *arena, Size size)
 void
 EddyArenaReset(EddyArena *arena)
 {
-	MemoryContextReset(arena->cxt);
-	arena->ptr = arena->end = arena->first = NULL;
-	arena->nblocks = 0;
-	arena->allocated = 0;
-	arena->next_block = ARENA_MIN_BLOCK;
+	int			i;
+
+	arena_release_blocks(arena);
+	for (i = 0; i < arena->nbigs; i++)
+		pfree(arena->bigs[i]);
+	arena->nbigs = 0;
 }
 
 /* Free everything, keeping the first block when it is the only one. */
 void
 EddyArenaRewind(EddyArena *arena)
 {
-	if (arena->nblocks <= 1)
+	if (arena->nblocks == 1 && arena->allocated == EDDY_ARENA_BLOCK)
 	{
-		if (arena->first != NULL)
-		{
-			arena->ptr = arena->first;
-			arena->end = arena->first + arena->first_size;
-		}
+		arena->ptr = arena->blocks[0];
+		arena->end = arena->blocks[0] + EDDY_ARENA_BLOCK;
 		return;
 	}
-	EddyArenaReset(arena);
+	if (arena->allocated > 0)
+		EddyArenaReset(arena);
 }
 
 /*

@@ -43,14 +43,16 @@
  */
 typedef struct EddyArena
 {
-	MemoryContext cxt;			/* blocks live here */
+	MemoryContext cxt;			/* oversized blocks and bookkeeping live here */
 	char	   *ptr;			/* next free byte of the current block */
 	char	   *end;			/* end of the current block */
-	char	   *first;			/* the first block, kept by EddyArenaRewind */
-	Size		first_size;
+	char	  **blocks;			/* pooled blocks in use, first one first */
 	int			nblocks;
-	Size		allocated;		/* bytes in all blocks */
-	Size		next_block;		/* size of the next block */
+	int			maxblocks;
+	char	  **bigs;			/* oversized blocks, in cxt */
+	int			nbigs;
+	int			maxbigs;
+	Size		allocated;		/* bytes in all blocks, oversized ones included */
 } EddyArena;
 
 extern void EddyArenaInit(EddyArena *arena, MemoryContext cxt);
