@@ -1200,8 +1200,8 @@ EddyJoinRescan(EddyJoinState *js)
 
 		if (m->type == EDDY_MODULE_HASH_JOIN)
 		{
-			StairReset(m->stair[0]);
-			StairReset(m->stair[1]);
+			StairClear(m->stair[0]);
+			StairClear(m->stair[1]);
 		}
 	}
 	for (i = 0; i < js->nsources; i++)

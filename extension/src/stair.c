@@ -395,8 +395,19 @@ StairProbeNext(StairProbe *probe)
 }
 
 /*
+ * Forget every entry, for a rescan, when the entries live in an arena that
+ * the caller resets: frees the bucket array and starts a new one.
+ */
+void
+StairClear(Stair *stair)
+{
+	pfree(stair->buckets);
+	StairReset(stair);
+}
+
+/*
  * Forget every entry, for a rescan.  Call it after resetting the STAIR's
- * memory context, which held them.
+ * memory context, which held them (and the bucket array).
  */
 void
 StairReset(Stair *stair)

@@ -135,5 +135,6 @@ extern void StairProbeBegin(StairProbe *probe, Stair *stair, uint32 hash,
 							Datum *values);
 extern void *StairProbeNext(StairProbe *probe);
 extern void StairReset(Stair *stair);
+extern void StairClear(Stair *stair);
 
 #endif							/* EDDY_STAIR_H */
