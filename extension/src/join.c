@@ -147,7 +147,8 @@ typedef struct JModule
 	Oid			indexoid;
 	Relation	index;
 	IndexScanDesc scan;
-	ScanKey		skeys;
+	ScanKey		skeys;			/* in index column order */
+	int		   *skey_of_key;	/* key k's scan key */
 	JStats		stats[2];		/* per direction */
 } JModule;
 
@@ -226,7 +227,8 @@ static void
 check_memory(EddyJoinState *js)
 {
 	Size		used = js->state.allocated + js->transient.allocated +
-		MemoryContextMemAllocated(js->state.cxt, false);
+		MemoryContextMemAllocated(js->state.cxt, false) +
+		MemoryContextMemAllocated(js->transient.cxt, false);
 
 	if (used > js->peak_memory)
 		js->peak_memory = used;
@@ -421,6 +423,34 @@ init_index_join(EddyJoinState *js, JModule *m, List *opnos, List *indexinfo)
 								   &righttype);
 		ScanKeyEntryInitialize(&m->skeys[k], 0, col, strategy, righttype,
 							   m->keys.collations[k], get_opcode(opno), (Datum) 0);
+	}
+	/* btree wants its scan keys in index column order: sort, keep a map */
+	m->skey_of_key = palloc(sizeof(int) * Max(m->nkeys, 1));
+	for (k = 0; k < m->nkeys; k++)
+		m->skey_of_key[k] = k;
+	for (k = 1; k < m->nkeys; k++)
+	{
+		int			j;
+
+		for (j = k; j > 0 &&
+			 m->skeys[j - 1].sk_attno > m->skeys[j].sk_attno; j--)
+		{
+			ScanKeyData tmp = m->skeys[j];
+			int			a;
+			int			b;
+
+			m->skeys[j] = m->skeys[j - 1];
+			m->skeys[j - 1] = tmp;
+			/* keys whose scan key sat at j and j - 1 swap places */
+			for (a = 0; a < m->nkeys; a++)
+			{
+				b = m->skey_of_key[a];
+				if (b == j)
+					m->skey_of_key[a] = j - 1;
+				else if (b == j - 1)
+					m->skey_of_key[a] = j;
+			}
+		}
 	}
 	m->scan = index_beginscan(inner->heap, m->index,
 							  js->node->ss.ps.state->es_snapshot, m->nkeys, 0);
@@ -891,7 +921,7 @@ start_join(EddyJoinState *js, JModule *m, int dir, EddyTuple *t)
 		if (!join_keys(js, m, 0, t, keys, &filled, &js->transient))
 			return false;		/* a NULL key matches nothing */
 		for (k = 0; k < m->nkeys; k++)
-			m->skeys[k].sk_argument = keys[k];
+			m->skeys[m->skey_of_key[k]].sk_argument = keys[k];
 		index_rescan(m->scan, m->skeys, m->nkeys, NULL, 0);
 		f = &js->stack[js->nstack++];
 		f->mod = m;
@@ -968,7 +998,7 @@ frame_next(EddyJoinState *js, JFrame *f)
 					}
 					match = DatumGetBool(FunctionCall2Coll(&m->keys.eq[k],
 														   m->keys.collations[k],
-														   m->skeys[k].sk_argument,
+														   m->skeys[m->skey_of_key[k]].sk_argument,
 														   src->heapslot->tts_values[src->attnos[col] - 1]));
 				}
 				if (!match)

@@ -406,6 +406,60 @@ uf_find(int *parent, int x)
 	return x;
 }
 
+/* Does a path of this type compute its own target list (a scan)? */
+static bool
+path_projects(Path *path)
+{
+	switch (path->pathtype)
+	{
+		case T_SeqScan:
+		case T_SampleScan:
+		case T_IndexScan:
+		case T_IndexOnlyScan:
+		case T_BitmapHeapScan:
+		case T_TidScan:
+		case T_TidRangeScan:
+		case T_SubqueryScan:
+		case T_FunctionScan:
+		case T_TableFuncScan:
+		case T_ValuesScan:
+		case T_CteScan:
+		case T_NamedTuplestoreScan:
+		case T_WorkTableScan:
+			return true;
+		default:
+			return false;		/* Append, Gather, Result, ... return their input */
+	}
+}
+
+/*
+ * The source path of a scanned relation: its cheapest unparameterized path,
+ * or, when the eddy needs columns beyond the relation's target, the
+ * cheapest unparameterized one that computes its target list (a Gather or
+ * an Append returns what its children return, nothing more).
+ */
+static Path *
+source_path(RelOptInfo *rel, bool needs_projection)
+{
+	Path	   *best = NULL;
+	ListCell   *lc;
+
+	if (rel->cheapest_total_path != NULL &&
+		rel->cheapest_total_path->param_info == NULL &&
+		(!needs_projection || path_projects(rel->cheapest_total_path)))
+		return rel->cheapest_total_path;
+	foreach(lc, rel->pathlist)
+	{
+		Path	   *p = lfirst(lc);
+
+		if (p->param_info != NULL || (needs_projection && !path_projects(p)))
+			continue;
+		if (best == NULL || p->total_cost < best->total_cost)
+			best = p;
+	}
+	return best;
+}
+
 /*
  * Build an EddyJoinPath for the block whose final relation is joinrel, or
  * return NULL (with the reason at DEBUG1).
@@ -612,6 +666,7 @@ EddyCreateJoinPath(PlannerInfo *root, RelOptInfo *joinrel, List *initial_rels)
 		PathTarget *target = copy_pathtarget(rel->reltarget);
 		List	   *vars = NIL;
 		ListCell   *lc2;
+		bool		inh = planner_rt_fetch(rel->relid, root)->inh;
 
 		foreach(lc2, selections)
 			vars = list_concat(vars, pull_var_clause((Node *) lfirst_node(RestrictInfo, lc2)->clause,
@@ -625,7 +680,7 @@ EddyCreateJoinPath(PlannerInfo *root, RelOptInfo *joinrel, List *initial_rels)
 				vars = list_concat(vars, pull_var_clause((Node *) lfirst_node(RestrictInfo, lc3)->clause,
 														 PVC_INCLUDE_PLACEHOLDERS));
 		}
-		if (jp->scanned[i])
+		if (jp->scanned[i] && !inh)
 		{
 			foreach(lc2, rel->baserestrictinfo)
 				vars = list_concat(vars, pull_var_clause((Node *) lfirst_node(RestrictInfo, lc2)->clause,
@@ -642,7 +697,18 @@ EddyCreateJoinPath(PlannerInfo *root, RelOptInfo *joinrel, List *initial_rels)
 			}
 			if ((Index) var->varno == rel->relid && var->varlevelsup == 0 &&
 				!list_member(target->exprs, var))
+			{
+				/*
+				 * An inheritance or partitioned parent is an Append, which
+				 * does not project: it has no other path to choose.
+				 */
+				if (inh)
+				{
+					elog(DEBUG1, "eddy: join block not used: a column of a partitioned or inheritance parent is not in its target");
+					return NULL;
+				}
 				add_column_to_pathtarget(target, (Expr *) var, 0);
+			}
 		}
 		foreach(lc2, target->exprs)
 		{
@@ -657,11 +723,12 @@ EddyCreateJoinPath(PlannerInfo *root, RelOptInfo *joinrel, List *initial_rels)
 
 		if (jp->scanned[i])
 		{
-			Path	   *child = rel->cheapest_total_path;
+			Path	   *child = source_path(rel, list_length(target->exprs) >
+											list_length(rel->reltarget->exprs));
 
-			if (child == NULL || child->param_info != NULL)
+			if (child == NULL)
 			{
-				elog(DEBUG1, "eddy: join block not used: no unparameterized path for a relation");
+				elog(DEBUG1, "eddy: join block not used: no unparameterized path that returns the columns a relation must provide");
 				return NULL;
 			}
 			child->pathtarget = target;

@@ -135,7 +135,6 @@ EddyArenaAllocSlow(EddyArena *arena, Size size)
 		/* oversized: a block of its own, not pooled; the current one stays */
 		block = MemoryContextAllocExtended(arena->cxt, size, MCXT_ALLOC_HUGE);
 		arena_remember(arena, &arena->bigs, &arena->nbigs, &arena->maxbigs, block);
-		arena->allocated += size;
 		return block;
 	}
 	block = arena_pool_get();
@@ -162,13 +161,13 @@ EddyArenaReset(EddyArena *arena)
 void
 EddyArenaRewind(EddyArena *arena)
 {
-	if (arena->nblocks == 1 && arena->allocated == EDDY_ARENA_BLOCK)
+	if (arena->nblocks == 1 && arena->nbigs == 0)
 	{
 		arena->ptr = arena->blocks[0];
 		arena->end = arena->blocks[0] + EDDY_ARENA_BLOCK;
 		return;
 	}
-	if (arena->allocated > 0)
+	if (arena->nblocks > 0 || arena->nbigs > 0)
 		EddyArenaReset(arena);
 }
 
@@ -392,6 +391,26 @@ StairProbeNext(StairProbe *probe)
 		}
 	}
 	return NULL;
+}
+
+/*
+ * Size an empty STAIR's bucket array for about nentries distinct keys (the
+ * planner's estimate), so that it does not double its way up while filling.
+ */
+void
+StairPresize(Stair *stair, double nentries)
+{
+	uint32		n = STAIR_INITIAL_BUCKETS;
+
+	Assert(stair->ngroups == 0);
+	while (n < nentries && n < ((uint32) 1 << 26))
+		n *= 2;
+	if (n == stair->nbuckets)
+		return;
+	pfree(stair->buckets);
+	stair->buckets = MemoryContextAllocExtended(stair->mcxt, sizeof(StairGroup *) * n,
+												MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
+	stair->nbuckets = n;
 }
 
 /*

@@ -52,7 +52,8 @@ typedef struct EddyArena
 	char	  **bigs;			/* oversized blocks, in cxt */
 	int			nbigs;
 	int			maxbigs;
-	Size		allocated;		/* bytes in all blocks, oversized ones included */
+	Size		allocated;		/* bytes in pooled blocks (oversized ones are
+								 * counted by cxt) */
 } EddyArena;
 
 extern void EddyArenaInit(EddyArena *arena, MemoryContext cxt);
@@ -136,5 +137,6 @@ extern void StairProbeBegin(StairProbe *probe, Stair *stair, uint32 hash,
 extern void *StairProbeNext(StairProbe *probe);
 extern void StairReset(Stair *stair);
 extern void StairClear(Stair *stair);
+extern void StairPresize(Stair *stair, double nentries);
 
 #endif							/* EDDY_STAIR_H */
