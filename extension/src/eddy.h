@@ -276,7 +276,7 @@ EddySelectionEval(EddyOperator *op, ExprContext *econtext)
  *	 per operator in each list, and custom_exprs holds the predicates.
  *
  * Join eddies (plan_join.c):
- *	 [EDDY_KIND_JOIN, sources, modules].  Expressions (predicates, join keys,
+ *	 [EDDY_KIND_JOIN, sources, modules, source order].  Expressions (predicates, join keys,
  *	 join conditions for EXPLAIN) are in custom_exprs, referred to by index.
  *	 source:	[method, first column, columns, SCAN: child plan index |
  *				 INDEX: heap relation OID, heap attnos]
@@ -287,7 +287,9 @@ EddySelectionEval(EddyOperator *op, ExprContext *econtext)
  *				 [operator OIDs (side 0 on the left), collation OIDs],
  *				 [side 0 key expression indexes, side 1 key expression indexes],
  *				 INDEX: [index OID, index columns, [access method name]] | NIL,
- *				 join condition expression index]
+ *				 join condition expression index,
+ *				 [side 0 unique, side 1 unique]: a probe into that side's STAIR
+ *				 finds at most one match (one relation, unique index on the keys)]
  *	 An index join probes side 1's index with side 0's keys.
  */
 enum EddyPrivateIndex
@@ -300,7 +302,8 @@ enum EddyPrivateIndex
 	EddyPrivNumItems,
 	/* join eddies */
 	EddyPrivSources = 1,
-	EddyPrivModules = 2
+	EddyPrivModules = 2,
+	EddyPrivSourceOrder = 3		/* List of Integer: relations in reading order */
 };
 
 #define EDDY_KIND_SELECTIONS	0

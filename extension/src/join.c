@@ -149,6 +149,7 @@ typedef struct JModule
 	IndexScanDesc scan;
 	ScanKey		skeys;			/* in index column order */
 	int		   *skey_of_key;	/* key k's scan key */
+	bool		unique[2];		/* a probe into side s finds at most one match */
 	JStats		stats[2];		/* per direction */
 } JModule;
 
@@ -158,6 +159,7 @@ typedef struct JFrame
 	int			dir;
 	EddyTuple  *probe;
 	StairProbe	sp;
+	EddyTuple  *single;			/* the one result of a unique probe, or NULL */
 } JFrame;
 
 typedef struct JRouteEntry
@@ -185,7 +187,8 @@ typedef struct EddyJoinState
 	Size		peak_memory;
 	JFrame	   *stack;
 	int			nstack;
-	int			next_source;
+	int		   *source_order;	/* reading order of the relations */
+	int			next_source;	/* position in source_order */
 	/* routing */
 	EddyRoutingPolicy policy;
 	int			reopt_frequency;
@@ -208,6 +211,9 @@ typedef struct EddyJoinState
 	Datum	   *fetch_values;	/* scratch for index fetches */
 	bool	   *fetch_isnull;
 } EddyJoinState;
+
+static EddyTuple *join_tuples(EddyJoinState *js, JModule *m, int dir,
+							  EddyTuple *probe, EddyTuple *u);
 
 static inline double
 now_ns(void)
@@ -583,6 +589,8 @@ EddyJoinBegin(CustomScanState *node, EState *estate, int eflags)
 			init_key_side(js, m, 0, linitial(keys), cscan->custom_exprs, &node->ss.ps);
 			init_key_side(js, m, 1, lsecond(keys), cscan->custom_exprs, &node->ss.ps);
 			m->expr = list_nth(cscan->custom_exprs, intVal(list_nth(md, 5)));
+			m->unique[0] = intVal(linitial((List *) list_nth(md, 6))) != 0;
+			m->unique[1] = intVal(lsecond((List *) list_nth(md, 6))) != 0;
 			if (m->type == EDDY_MODULE_HASH_JOIN)
 			{
 				MemoryContext old = MemoryContextSwitchTo(estate->es_query_cxt);
@@ -605,6 +613,11 @@ EddyJoinBegin(CustomScanState *node, EState *estate, int eflags)
 		((UINT64CONST(1) << js->nmodules) - 1);
 	js->max_memory = EddyMaxMemoryBytes(Max(nstairs, 1));
 	js->stack = palloc(sizeof(JFrame) * Max(js->nmodules, 1));
+	js->source_order = palloc(sizeof(int) * js->nsources);
+	i = 0;
+	foreach(lc, (List *) list_nth(cscan->custom_private, EddyPrivSourceOrder))
+		js->source_order[i++] = intVal(lfirst(lc));
+	Assert(i == js->nsources);
 
 	js->policy = (EddyRoutingPolicy) eddy_routing_policy;
 	js->reopt_frequency = eddy_reopt_frequency;
@@ -927,6 +940,39 @@ start_join(EddyJoinState *js, JModule *m, int dir, EddyTuple *t)
 		f->mod = m;
 		f->dir = 0;
 		f->probe = t;
+		f->single = NULL;
+		return true;
+	}
+
+	/*
+	 * The other side is one relation, unique on its keys: probe first.  A
+	 * tuple that finds its match can find no other, now or later, so it is
+	 * not stored; one that finds none is stored for the match to come.
+	 */
+	if (m->unique[1 - dir])
+	{
+		StairProbe	sp;
+		EddyTuple  *u;
+
+		if (!join_keys(js, m, dir, t, keys, &filled, &js->transient))
+			return false;
+		StairKeysHash(&m->keys, dir, keys, NULL, &hash);
+		StairProbeBegin(&sp, m->stair[1 - dir], hash, keys);
+		u = StairProbeNext(&sp);
+		if (u != NULL)
+		{
+			f = &js->stack[js->nstack++];
+			f->mod = m;
+			f->dir = dir;
+			f->probe = t;
+			f->single = join_tuples(js, m, dir, t, u);
+			return true;
+		}
+		probe = store_tuple(js, t);
+		if (!join_keys(js, m, dir, probe, keys, &filled, &js->state))
+			return false;
+		StairInsert(m->stair[dir], hash, keys, probe);
+		check_memory(js);
 		return true;
 	}
 
@@ -941,8 +987,24 @@ start_join(EddyJoinState *js, JModule *m, int dir, EddyTuple *t)
 	f->mod = m;
 	f->dir = dir;
 	f->probe = probe;
+	f->single = NULL;
 	StairProbeBegin(&f->sp, m->stair[1 - dir], hash, keys);
 	return true;
+}
+
+/* The result of joining probe (routed into m in direction dir) with u */
+static EddyTuple *
+join_tuples(EddyJoinState *js, JModule *m, int dir, EddyTuple *probe, EddyTuple *u)
+{
+	EddyTuple  *r = alloc_tuple(js, &js->transient);
+	int			i;
+
+	r->spans = probe->spans | u->spans;
+	r->done = probe->done | u->done | (UINT64CONST(1) << (m - js->modules));
+	for (i = 0; i < js->nsources; i++)
+		r->rows[i] = probe->rows[i] != NULL ? probe->rows[i] : u->rows[i];
+	m->stats[dir].out++;
+	return r;
 }
 
 /* Next result of the frame's probe, or NULL */
@@ -953,21 +1015,24 @@ frame_next(EddyJoinState *js, JFrame *f)
 	EddyTuple  *probe = f->probe;
 	EddyTuple  *r;
 	int			mi = m - js->modules;
-	int			i;
 
 	if (m->type == EDDY_MODULE_HASH_JOIN)
 	{
-		EddyTuple  *u = StairProbeNext(&f->sp);
+		EddyTuple  *u;
 
+		if (f->single != NULL)
+		{
+			r = f->single;
+			f->single = NULL;
+			f->sp.next = NULL;	/* that was the only result */
+			return r;
+		}
+		if (f->sp.next == NULL)
+			return NULL;
+		u = StairProbeNext(&f->sp);
 		if (u == NULL)
 			return NULL;
-		r = alloc_tuple(js, &js->transient);
-		r->spans = probe->spans | u->spans;
-		r->done = probe->done | u->done | (UINT64CONST(1) << mi);
-		for (i = 0; i < js->nsources; i++)
-			r->rows[i] = probe->rows[i] != NULL ? probe->rows[i] : u->rows[i];
-		m->stats[f->dir].out++;
-		return r;
+		return join_tuples(js, m, f->dir, probe, u);
 	}
 	else
 	{
@@ -1024,26 +1089,33 @@ frame_next(EddyJoinState *js, JFrame *f)
 	}
 }
 
-/* The next source tuple, round-robin over the scanned sources; NULL at the end */
+/*
+ * The next source tuple, or NULL at the end.  Sources are read one after
+ * the other in PostgreSQL's build order (the relations its hash joins
+ * build on first, then the one it streams), like the static symmetric hash
+ * join: a streamed tuple then meets the state of the relations before it
+ * and, against a unique side, finds its match at once and is not stored.
+ */
 static EddyTuple *
 read_source(EddyJoinState *js)
 {
-	int			tries;
-
-	for (tries = 0; tries < js->nsources; tries++)
+	while (js->next_source < js->nsources)
 	{
-		int			i = js->next_source;
+		int			i = js->source_order[js->next_source];
 		JSource    *src = &js->sources[i];
 		TupleTableSlot *slot;
 		EddyTuple  *t;
 
-		js->next_source = (js->next_source + 1) % js->nsources;
 		if (src->method != EDDY_SOURCE_SCAN || src->exhausted)
+		{
+			js->next_source++;
 			continue;
+		}
 		slot = ExecProcNode(src->plan);
 		if (TupIsNull(slot))
 		{
 			src->exhausted = true;
+			js->next_source++;
 			continue;
 		}
 		slot_getallattrs(slot);

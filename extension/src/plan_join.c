@@ -84,7 +84,8 @@ typedef struct JoinEdge
 	List	   *index_clauses;	/* clauses usable as index conditions */
 	List	   *index_cols;		/* their index columns (1-based), in order */
 	bool		from_nestloop;	/* PostgreSQL chose an index nested loop here */
-	bool		preferred;		/* PostgreSQL hash or merge joins on it */
+	bool		preferred;		/* PostgreSQL joins on it */
+	Selectivity selectivity;	/* of all its clauses: low fan-out first */
 } JoinEdge;
 
 /* Analysis of a join block, made at path time, used at plan time */
@@ -97,6 +98,7 @@ typedef struct EddyJoinPath
 	List	   *edges;			/* JoinEdges of the tree */
 	List	   *selections;		/* RestrictInfos routed as selections */
 	PathTarget **targets;		/* per relation: columns the eddy needs */
+	List	   *source_order;	/* relation indexes, PostgreSQL's build order */
 } EddyJoinPath;
 
 static Plan *eddy_plan_join_path(PlannerInfo *root, RelOptInfo *rel,
@@ -176,6 +178,11 @@ collect_path_clauses(Path *path, List **clauses, List **nestloops,
 				{
 					Path	   *inner = jp->innerjoinpath;
 
+					/* a nested loop joins on its filters and its inner's parameters */
+					*preferred = list_concat(*preferred, jp->joinrestrictinfo);
+					if (inner->param_info != NULL)
+						*preferred = list_concat(*preferred, inner->param_info->ppi_clauses);
+
 					if (IsA(inner, MemoizePath))
 						inner = ((MemoizePath *) inner)->subpath;
 					if (IsA(inner, IndexPath) && inner->param_info != NULL)
@@ -213,6 +220,56 @@ collect_path_clauses(Path *path, List **clauses, List **nestloops,
 		default:
 			/* a scan of a base relation: its restrictions stay with it */
 			break;
+	}
+}
+
+/*
+ * The order in which PostgreSQL's plan consumes the relations: a hash
+ * join's inner (build) side before its outer side, otherwise outer first.
+ */
+static void
+build_order(EddyJoinPath *jp, Path *path, List **order)
+{
+	check_stack_depth();
+	switch (nodeTag(path))
+	{
+		case T_HashPath:
+			build_order(jp, ((JoinPath *) path)->innerjoinpath, order);
+			build_order(jp, ((JoinPath *) path)->outerjoinpath, order);
+			return;
+		case T_NestPath:
+		case T_MergePath:
+			build_order(jp, ((JoinPath *) path)->outerjoinpath, order);
+			build_order(jp, ((JoinPath *) path)->innerjoinpath, order);
+			return;
+		case T_MaterialPath:
+			build_order(jp, ((MaterialPath *) path)->subpath, order);
+			return;
+		case T_MemoizePath:
+			build_order(jp, ((MemoizePath *) path)->subpath, order);
+			return;
+		case T_SortPath:
+		case T_IncrementalSortPath:
+			build_order(jp, ((SortPath *) path)->subpath, order);
+			return;
+		case T_GatherPath:
+			build_order(jp, ((GatherPath *) path)->subpath, order);
+			return;
+		case T_GatherMergePath:
+			build_order(jp, ((GatherMergePath *) path)->subpath, order);
+			return;
+		case T_ProjectionPath:
+			build_order(jp, ((ProjectionPath *) path)->subpath, order);
+			return;
+		default:
+			{
+				int			i = rel_index(jp, path->parent->relid);
+
+				if (path->parent->reloptkind == RELOPT_BASEREL && i >= 0 &&
+					!list_member_int(*order, i))
+					*order = lappend_int(*order, i);
+			}
+			return;
 	}
 }
 
@@ -362,6 +419,19 @@ rel_index_joinable(PlannerInfo *root, EddyJoinPath *jp, int i)
 	return true;
 }
 
+static int
+edge_selectivity_cmp(const ListCell *a, const ListCell *b)
+{
+	JoinEdge   *ea = lfirst(a);
+	JoinEdge   *eb = lfirst(b);
+
+	if (ea->selectivity < eb->selectivity)
+		return -1;
+	if (ea->selectivity > eb->selectivity)
+		return 1;
+	return 0;
+}
+
 /*
  * Relations on the given side of tree edge e: those connected to endpoint
  * `from` by tree edges other than e.
@@ -493,6 +563,10 @@ EddyCreateJoinPath(PlannerInfo *root, RelOptInfo *joinrel, List *initial_rels)
 		jp->rels[i++] = lfirst(lc);
 
 	collect_path_clauses(joinrel->cheapest_total_path, &clauses, &nestloops, &preferred);
+	build_order(jp, joinrel->cheapest_total_path, &jp->source_order);
+	for (i = 0; i < jp->nrels; i++)
+		if (!list_member_int(jp->source_order, i))
+			jp->source_order = lappend_int(jp->source_order, i);
 
 	/* Sort the clauses into candidate key edges and selections. */
 	foreach(lc, clauses)
@@ -546,8 +620,17 @@ EddyCreateJoinPath(PlannerInfo *root, RelOptInfo *joinrel, List *initial_rels)
 
 	/*
 	 * Spanning tree: PostgreSQL's index nested loops first, then the edges
-	 * it hash or merge joins on, then the rest (for cyclic queries).
+	 * it joins on, then the rest (for cyclic queries); within each pass the
+	 * most selective edges first, so that a many-to-many edge closing a
+	 * cycle stays a selection rather than multiplying intermediate tuples.
 	 */
+	foreach(lc, candidates)
+	{
+		JoinEdge   *e = lfirst(lc);
+
+		e->selectivity = clauselist_selectivity(root, e->clauses, 0, JOIN_INNER, NULL);
+	}
+	list_sort(candidates, edge_selectivity_cmp);
 	uf = palloc(sizeof(int) * jp->nrels);
 	incoming = palloc0(sizeof(int) * jp->nrels);
 	for (i = 0; i < jp->nrels; i++)
@@ -996,6 +1079,50 @@ eddy_plan_join_path(PlannerInfo *root, RelOptInfo *joinrel,
 							NIL);
 		/* the join condition, for EXPLAIN */
 		module = lappend(module, makeInteger(list_length(exprs)));
+
+		/*
+		 * Does a probe into side s's STAIR find at most one match?  When
+		 * side s is one relation with a unique index on its join keys: then
+		 * a tuple of the other side that found its match needs no storing.
+		 */
+		{
+			List	   *uniq = NIL;
+			int			s;
+
+			for (s = 0; s < 2; s++)
+			{
+				int			rel = s == 0 ? side0 : side1;
+				uint32		mask = s == 0 ? mask0 : mask1;
+				List	   *kexprs = NIL;
+				List	   *kops = NIL;
+				bool		unique = false;
+
+				if (e->index_into < 0 && keyclauses != NIL && mask == (1u << rel) &&
+					planner_rt_fetch(jp->rels[rel]->relid, root)->rtekind == RTE_RELATION)
+				{
+					ListCell   *lc3;
+					bool		ok = true;
+
+					foreach(lc3, keyclauses)
+					{
+						RestrictInfo *rinfo = lfirst_node(RestrictInfo, lc3);
+						Oid			op = ((OpExpr *) rinfo->clause)->opno;
+
+						/* relation_has_unique_index_for wants rel's side on the right */
+						if (bms_is_member(jp->rels[rel]->relid, rinfo->left_relids))
+							op = get_commutator(op);
+						if (!OidIsValid(op))
+							ok = false;
+						kexprs = lappend(kexprs, clause_side(rinfo, jp->rels[rel]->relid));
+						kops = lappend_oid(kops, op);
+					}
+					unique = ok && relation_has_unique_index_for(root, jp->rels[rel], NIL,
+																 kexprs, kops);
+				}
+				uniq = lappend(uniq, makeInteger(unique ? 1 : 0));
+			}
+			module = lappend(module, uniq);
+		}
 		exprs = lappend(exprs, keyclauses == NIL ? (Expr *) makeBoolConst(true, false) :
 						make_ands_explicit(extract_actual_clauses(keyclauses, false)));
 		modules = lappend(modules, module);
@@ -1007,7 +1134,14 @@ eddy_plan_join_path(PlannerInfo *root, RelOptInfo *joinrel,
 	cscan->flags = best_path->flags;
 	cscan->custom_plans = custom_plans;
 	cscan->custom_exprs = exprs;
-	cscan->custom_private = list_make3(makeInteger(EDDY_KIND_JOIN), sources, modules);
+	{
+		List	   *order = NIL;
+
+		foreach(lc, jp->source_order)
+			order = lappend(order, makeInteger(lfirst_int(lc)));
+		cscan->custom_private = list_make4(makeInteger(EDDY_KIND_JOIN), sources, modules,
+										   order);
+	}
 	cscan->custom_scan_tlist = scan_tlist;
 	cscan->methods = &eddy_scan_methods;
 
