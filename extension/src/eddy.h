@@ -289,7 +289,8 @@ EddySelectionEval(EddyOperator *op, ExprContext *econtext)
  *				 INDEX: [index OID, index columns, [access method name]] | NIL,
  *				 join condition expression index,
  *				 [side 0 unique, side 1 unique]: a probe into that side's STAIR
- *				 finds at most one match (one relation, unique index on the keys)]
+ *				 finds at most one match (one relation, unique index on the keys),
+ *				 [side 0 rows, side 1 rows] (Float): estimates to size STAIRs]
  *	 An index join probes side 1's index with side 0's keys.
  */
 enum EddyPrivateIndex

@@ -150,6 +150,7 @@ typedef struct JModule
 	ScanKey		skeys;			/* in index column order */
 	int		   *skey_of_key;	/* key k's scan key */
 	bool		unique[2];		/* a probe into side s finds at most one match */
+	double		est_rows[2];	/* planner's rows of each side's relation */
 	JStats		stats[2];		/* per direction */
 } JModule;
 
@@ -208,6 +209,7 @@ typedef struct EddyJoinState
 	char	   *row_mark_end;
 	char	   *row_mark_after;
 	EddyRow    *fresh_row;		/* that row */
+	uint64		inserts;		/* STAIR insertions, for memory checks */
 	Datum	   *fetch_values;	/* scratch for index fetches */
 	bool	   *fetch_isnull;
 } EddyJoinState;
@@ -597,6 +599,9 @@ EddyJoinBegin(CustomScanState *node, EState *estate, int eflags)
 
 				m->stair[0] = StairCreateInArena(&m->keys, 0, &js->state);
 				m->stair[1] = StairCreateInArena(&m->keys, 1, &js->state);
+				/* size the bucket arrays from the planner's estimates */
+				m->est_rows[0] = floatVal(linitial((List *) list_nth(md, 7)));
+				m->est_rows[1] = floatVal(lsecond((List *) list_nth(md, 7)));
 				MemoryContextSwitchTo(old);
 				m->label = "Hash Join";
 				nstairs += 2;
@@ -898,6 +903,7 @@ join_keys(EddyJoinState *js, JModule *m, int side, EddyTuple *t, Datum *values,
 			{
 				fill_slot(js, t);
 				econtext->ecxt_scantuple = js->wide;
+				ResetExprContext(econtext);
 				*filled = true;
 			}
 			d = ExecEvalExprSwitchContext(m->keyexpr[side][k], econtext, &isnull);
@@ -909,6 +915,26 @@ join_keys(EddyJoinState *js, JModule *m, int side, EddyTuple *t, Datum *values,
 		}
 	}
 	return true;
+}
+
+/*
+ * Insert into side dir's STAIR; the first insertion sizes its bucket array
+ * from the planner's estimate (a STAIR only probed keeps its small one).
+ * The memory limit is checked every 64 insertions (and by the arenas'
+ * block counts in between, which grow 64 kB at a time).
+ */
+static inline void
+stair_insert(EddyJoinState *js, JModule *m, int dir, uint32 hash, Datum *keys,
+			 EddyTuple *tuple)
+{
+	Stair	   *stair = m->stair[dir];
+
+	if (unlikely(stair->nentries == 0 && stair->ngroups == 0))
+		StairPresize(stair, Min(m->est_rows[dir],
+								(double) js->max_memory / 4 / sizeof(void *)));
+	StairInsert(stair, hash, keys, tuple);
+	if (unlikely((++js->inserts & 63) == 0))
+		check_memory(js);
 }
 
 /*
@@ -971,8 +997,7 @@ start_join(EddyJoinState *js, JModule *m, int dir, EddyTuple *t)
 		probe = store_tuple(js, t);
 		if (!join_keys(js, m, dir, probe, keys, &filled, &js->state))
 			return false;
-		StairInsert(m->stair[dir], hash, keys, probe);
-		check_memory(js);
+		stair_insert(js, m, dir, hash, keys, probe);
 		return true;
 	}
 
@@ -981,8 +1006,7 @@ start_join(EddyJoinState *js, JModule *m, int dir, EddyTuple *t)
 	if (!join_keys(js, m, dir, probe, keys, &filled, &js->state))
 		return false;
 	StairKeysHash(&m->keys, dir, keys, NULL, &hash);
-	StairInsert(m->stair[dir], hash, keys, probe);
-	check_memory(js);
+	stair_insert(js, m, dir, hash, keys, probe);
 	f = &js->stack[js->nstack++];
 	f->mod = m;
 	f->dir = dir;
@@ -1169,7 +1193,6 @@ EddyJoinNext(EddyJoinState *js)
 		bool		timed;
 
 		CHECK_FOR_INTERRUPTS();
-		ResetExprContext(econtext);
 
 		if (js->nstack > 0)
 		{
@@ -1207,6 +1230,7 @@ EddyJoinNext(EddyJoinState *js)
 			{
 				fill_slot(js, t);
 				econtext->ecxt_scantuple = js->wide;
+				ResetExprContext(econtext);
 				if (js->node->ss.ps.ps_ProjInfo)
 					return ExecProject(js->node->ss.ps.ps_ProjInfo);
 				return js->wide;
@@ -1222,6 +1246,7 @@ EddyJoinNext(EddyJoinState *js)
 
 				fill_slot(js, t);
 				econtext->ecxt_scantuple = js->wide;
+				ResetExprContext(econtext);
 				pass = ExecQual(m->qual, econtext);
 				if (timed)
 				{

@@ -1123,6 +1123,10 @@ eddy_plan_join_path(PlannerInfo *root, RelOptInfo *joinrel,
 			}
 			module = lappend(module, uniq);
 		}
+		/* estimated tuples per side, to size the STAIRs */
+		module = lappend(module,
+						 list_make2(makeFloat(psprintf("%.0f", jp->rels[side0]->rows)),
+									makeFloat(psprintf("%.0f", jp->rels[side1]->rows))));
 		exprs = lappend(exprs, keyclauses == NIL ? (Expr *) makeBoolConst(true, false) :
 						make_ands_explicit(extract_actual_clauses(keyclauses, false)));
 		modules = lappend(modules, module);
@@ -1136,9 +1140,51 @@ eddy_plan_join_path(PlannerInfo *root, RelOptInfo *joinrel,
 	cscan->custom_exprs = exprs;
 	{
 		List	   *order = NIL;
+		int		   *unique_edges = palloc0(sizeof(int) * jp->nrels);
+		int			pass;
 
-		foreach(lc, jp->source_order)
-			order = lappend(order, makeInteger(lfirst_int(lc)));
+		/*
+		 * A relation whose joins all probe unique sides (the center of a star
+		 * over primary keys) is read last: each of its tuples then finds its
+		 * matches at once and is never stored.  Otherwise PostgreSQL's build
+		 * order stands.
+		 */
+		foreach(lc, modules)
+		{
+			List	   *md = lfirst(lc);
+			List	   *ends;
+			List	   *uniq;
+
+			if (intVal(linitial(md)) != EDDY_MODULE_HASH_JOIN)
+				continue;
+			ends = lsecond(md);
+			uniq = list_nth(md, 6);
+			if (intVal(lsecond(uniq)))
+				unique_edges[intVal(linitial(ends))]++;
+			if (intVal(linitial(uniq)))
+				unique_edges[intVal(lsecond(ends))]++;
+		}
+		for (pass = 0; pass < 2; pass++)
+		{
+			foreach(lc, jp->source_order)
+			{
+				int			r = lfirst_int(lc);
+				int			degree = 0;
+				bool		all_unique;
+				ListCell   *lc2;
+
+				foreach(lc2, jp->edges)
+				{
+					JoinEdge   *e = lfirst(lc2);
+
+					if (e->index_into < 0 && (e->a == r || e->b == r))
+						degree++;
+				}
+				all_unique = degree > 0 && unique_edges[r] == degree;
+				if (all_unique == (pass == 1))
+					order = lappend(order, makeInteger(r));
+			}
+		}
 		cscan->custom_private = list_make4(makeInteger(EDDY_KIND_JOIN), sources, modules,
 										   order);
 	}
