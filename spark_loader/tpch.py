@@ -80,6 +80,7 @@ _COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
 }
 
 TABLES = tuple(_COLUMNS)
+COLUMNS = _COLUMNS  # public: the column definitions, per table
 
 PRIMARY_KEYS: dict[str, tuple[str, ...]] = {
     "region": ("r_regionkey",),

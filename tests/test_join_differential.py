@@ -26,13 +26,20 @@ from __future__ import annotations
 import random
 import threading
 import time
-from pathlib import Path
 from typing import Any
 
 import psycopg
 import pytest
 
-from eddytools.db import connect, eddy_nodes, explain_json, multiset, plan_nodes, set_gucs
+from eddytools.db import (
+    connect,
+    eddy_nodes,
+    explain_json,
+    multiset,
+    plan_nodes,
+    server_log_excerpt,
+    set_gucs,
+)
 from eddytools.joingen import (
     GeneratedJoinQuery,
     JoinQueryGenerator,
@@ -47,20 +54,6 @@ JOIN_METHODS = ("auto", "hash", "index")
 GEN_CHUNKS = 6
 GEN_QUERIES_PER_CHUNK = 50
 MIN_EDDY_SHARE = 0.80
-
-
-def _log_tail(logfile: str, lines: int = 30) -> str:
-    """The server log's lines about the last crash (or its tail)."""
-    time.sleep(1)  # the postmaster logs the crash after the connection drops
-    try:
-        text = Path(logfile).read_text(errors="replace").splitlines()
-    except OSError as e:
-        return f"(no server log: {e})"
-    crash = [k for k, line in enumerate(text) if "terminated by signal" in line
-             or "was terminated by exception" in line or "TRAP:" in line]
-    if crash:
-        return "\n".join(text[max(0, crash[-1] - 10):crash[-1] + 4])
-    return "\n".join(text[-lines:])
 
 
 def canon(rows: list[tuple]) -> list[tuple]:
@@ -81,7 +74,7 @@ class Runner:
 
     def crashed(self, conn: psycopg.Connection, what: str, e: Exception) -> None:
         raise BackendCrash(f"connection lost (backend crash?): {e}\nwhile running:\n{what}\n"
-                           f"server log:\n{_log_tail(self.logfile)}")
+                           f"server log:\n{server_log_excerpt(self.logfile)}")
 
     def rows(self, conn: psycopg.Connection, query: str, params: Any = None) -> list[tuple]:
         try:

@@ -11,15 +11,20 @@ sequences where the query's ORDER BY is total (eddytools.tpch.QUERIES).
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
-from pathlib import Path
 
 import psycopg
 import pytest
 
 from eddytools import tpch
-from eddytools.db import connect, eddy_nodes, explain_json, multiset, set_gucs
+from eddytools.db import (
+    connect,
+    eddy_nodes,
+    explain_json,
+    multiset,
+    server_log_excerpt,
+    set_gucs,
+)
 from eddytools.tpch import QUERIES, TpchQuery
 
 SCALE = 0.01
@@ -45,20 +50,6 @@ VARIANTS = (
     {"routing_policy": "rank", "join_method": "hash"},
     {"routing_policy": "rank", "join_method": "index"},
 )
-
-
-def _log_tail(logfile: str, lines: int = 30) -> str:
-    """The server log's lines about the last crash (or its tail)."""
-    time.sleep(1)  # the postmaster logs the crash after the connection drops
-    try:
-        text = Path(logfile).read_text(errors="replace").splitlines()
-    except OSError as e:
-        return f"(no server log: {e})"
-    crash = [k for k, line in enumerate(text) if "terminated by signal" in line
-             or "was terminated by exception" in line or "TRAP:" in line]
-    if crash:
-        return "\n".join(text[max(0, crash[-1] - 10):crash[-1] + 4])
-    return "\n".join(text[-lines:])
 
 
 def canon(rows: list[tuple]) -> list[tuple]:
@@ -96,7 +87,7 @@ def run(postgresql_proc) -> Callable[[psycopg.Connection, str], list[tuple]]:
             if not conn.broken:
                 raise
             pytest.fail(f"connection lost (backend crash?): {e}\nquery:\n{query}\n"
-                        f"server log:\n{_log_tail(postgresql_proc.logfile)}")
+                        f"server log:\n{server_log_excerpt(postgresql_proc.logfile)}")
     return _run
 
 

@@ -21,21 +21,12 @@
 
 PG_FUNCTION_INFO_V1(eddy_delay);
 
-static inline int64
-monotonic_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64) ts.tv_sec * INT64CONST(1000000000) + ts.tv_nsec;
-}
-
 Datum
 eddy_delay(PG_FUNCTION_ARGS)
 {
 	int32		value = PG_GETARG_INT32(0);
 	int32		usecs = PG_GETARG_INT32(1);
-	int64		deadline;
+	double		deadline;
 
 	if (usecs < 0)
 		ereport(ERROR,
@@ -45,8 +36,8 @@ eddy_delay(PG_FUNCTION_ARGS)
 
 	if (usecs > 0)
 	{
-		deadline = monotonic_ns() + (int64) usecs * 1000;
-		while (monotonic_ns() < deadline)
+		deadline = eddy_now_ns() + (double) usecs * 1000.0;
+		while (eddy_now_ns() < deadline)
 			CHECK_FOR_INTERRUPTS();
 	}
 

@@ -24,6 +24,8 @@
 
 #include "postgres.h"
 
+#include <time.h>
+
 #if PG_VERSION_NUM < 150000 || PG_VERSION_NUM >= 160000
 #error "eddy targets PostgreSQL 15 only"
 #endif
@@ -71,6 +73,16 @@ typedef enum EddyRoutingPolicy
 	EDDY_POLICY_FIXED,			/* PostgreSQL's order: non-adaptive baseline */
 	EDDY_POLICY_RANDOM			/* uniform among eligible operators */
 } EddyRoutingPolicy;
+
+/* Monotonic clock in nanoseconds (cost sampling, delay()) */
+static inline double
+eddy_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double) ts.tv_sec * 1e9 + (double) ts.tv_nsec;
+}
 
 /* guc.c */
 extern bool eddy_enabled;

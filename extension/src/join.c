@@ -217,15 +217,6 @@ typedef struct EddyJoinState
 static EddyTuple *join_tuples(EddyJoinState *js, JModule *m, int dir,
 							  EddyTuple *probe, EddyTuple *u);
 
-static inline double
-now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double) ts.tv_sec * 1e9 + (double) ts.tv_nsec;
-}
-
 /* ----------------------------------------------------------------
  *		Memory
  * ----------------------------------------------------------------
@@ -1239,7 +1230,7 @@ EddyJoinNext(EddyJoinState *js)
 			dir = choice % 2;
 			m->stats[dir].in++;
 			if (timed)
-				start = now_ns();
+				start = eddy_now_ns();
 			if (m->type == EDDY_MODULE_SELECTION)
 			{
 				bool		pass;
@@ -1250,7 +1241,7 @@ EddyJoinNext(EddyJoinState *js)
 				pass = ExecQual(m->qual, econtext);
 				if (timed)
 				{
-					m->stats[dir].cost_ns += now_ns() - start;
+					m->stats[dir].cost_ns += eddy_now_ns() - start;
 					m->stats[dir].samples++;
 				}
 				if (!pass)
@@ -1265,7 +1256,7 @@ EddyJoinNext(EddyJoinState *js)
 			(void) start_join(js, m, dir, t);
 			if (timed)
 			{
-				m->stats[dir].cost_ns += now_ns() - start;
+				m->stats[dir].cost_ns += eddy_now_ns() - start;
 				m->stats[dir].samples++;
 			}
 			break;

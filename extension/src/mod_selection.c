@@ -251,22 +251,13 @@ EddySelectionInit(EddyOperator *op, Expr *expr, uint32 prereq,
 	op->est_cost_ns = Max(est_cost, 0.0) * EDDY_NS_PER_COST_UNIT;
 }
 
-static inline double
-monotonic_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double) ts.tv_sec * 1e9 + (double) ts.tv_nsec;
-}
-
 bool
 EddySelectionEvalTimed(EddyOperator *op, ExprContext *econtext)
 {
-	double		start = monotonic_ns();
+	double		start = eddy_now_ns();
 	bool		pass = EddySelectionEval(op, econtext);
 
-	op->cost_ns += monotonic_ns() - start;
+	op->cost_ns += eddy_now_ns() - start;
 	op->cost_samples++;
 	return pass;
 }

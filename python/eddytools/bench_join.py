@@ -40,7 +40,8 @@ def queries(kinds: list[str]) -> dict[str, tuple[str, str]]:
             out[f"Select-All-{n}"] = ("hash", star(n, "tenk", "*"))
         if "index" in kinds:
             for x in (10, 1000):
-                out[f"{n}-{x}"] = ("index", star(n, "hundredk", "*", f"hundredk1.unique2 % {x} = 0 and "))
+                out[f"{n}-{x}"] = ("index", star(n, "hundredk", "*",
+                                                 f"hundredk1.unique2 % {x} = 0 and "))
     return out
 
 

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import time
 from collections import Counter
 from collections.abc import Iterable, Iterator
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -71,3 +73,17 @@ def _sort_key(value: Any) -> tuple:
 def multiset(rows: Iterable[tuple]) -> Counter:
     """Rows as a multiset: equal for equal query results in any order."""
     return Counter(tuple(_sort_key(v) for v in row) for row in rows)
+
+
+def server_log_excerpt(logfile: str, lines: int = 30) -> str:
+    """The server log's lines about the last backend crash (or its tail)."""
+    time.sleep(1)  # the postmaster logs the crash after the connection drops
+    try:
+        text = Path(logfile).read_text(errors="replace").splitlines()
+    except OSError as e:
+        return f"(no server log: {e})"
+    crash = [k for k, line in enumerate(text) if "terminated by signal" in line
+             or "was terminated by exception" in line or "TRAP:" in line]
+    if crash:
+        return "\n".join(text[max(0, crash[-1] - 10):crash[-1] + 4])
+    return "\n".join(text[-lines:])

@@ -182,7 +182,8 @@ class JoinSchema:
             sql.Identifier(PARTITIONED), coldefs))
         n = len(self.relations[PARTITIONED].rows)
         conn.execute(f"CREATE TABLE rp_1 PARTITION OF rp FOR VALUES FROM (MINVALUE) TO ({n // 3})")
-        conn.execute(f"CREATE TABLE rp_2 PARTITION OF rp FOR VALUES FROM ({n // 3}) TO ({2 * n // 3})")
+        conn.execute(f"CREATE TABLE rp_2 PARTITION OF rp "
+                     f"FOR VALUES FROM ({n // 3}) TO ({2 * n // 3})")
         conn.execute("CREATE TABLE rp_3 PARTITION OF rp DEFAULT")
         for name, rel in self.relations.items():
             if rel.kind == "view":

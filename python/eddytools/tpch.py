@@ -30,111 +30,13 @@ from pathlib import Path
 import psycopg
 from psycopg import sql
 
+from spark_loader.tpch import COLUMNS, FOREIGN_KEYS, PRIMARY_KEYS
+
 QUERY_DIR = Path(__file__).with_name("tpch_queries")
 
 # Tables in load order (parents before children), columns per clause 1.4.1.
-TABLES: dict[str, tuple[tuple[str, str], ...]] = {
-    "region": (
-        ("r_regionkey", "integer"),
-        ("r_name", "char(25)"),
-        ("r_comment", "varchar(152)"),
-    ),
-    "nation": (
-        ("n_nationkey", "integer"),
-        ("n_name", "char(25)"),
-        ("n_regionkey", "integer"),
-        ("n_comment", "varchar(152)"),
-    ),
-    "supplier": (
-        ("s_suppkey", "integer"),
-        ("s_name", "char(25)"),
-        ("s_address", "varchar(40)"),
-        ("s_nationkey", "integer"),
-        ("s_phone", "char(15)"),
-        ("s_acctbal", "numeric(15,2)"),
-        ("s_comment", "varchar(101)"),
-    ),
-    "customer": (
-        ("c_custkey", "integer"),
-        ("c_name", "varchar(25)"),
-        ("c_address", "varchar(40)"),
-        ("c_nationkey", "integer"),
-        ("c_phone", "char(15)"),
-        ("c_acctbal", "numeric(15,2)"),
-        ("c_mktsegment", "char(10)"),
-        ("c_comment", "varchar(117)"),
-    ),
-    "part": (
-        ("p_partkey", "integer"),
-        ("p_name", "varchar(55)"),
-        ("p_mfgr", "char(25)"),
-        ("p_brand", "char(10)"),
-        ("p_type", "varchar(25)"),
-        ("p_size", "integer"),
-        ("p_container", "char(10)"),
-        ("p_retailprice", "numeric(15,2)"),
-        ("p_comment", "varchar(23)"),
-    ),
-    "partsupp": (
-        ("ps_partkey", "integer"),
-        ("ps_suppkey", "integer"),
-        ("ps_availqty", "integer"),
-        ("ps_supplycost", "numeric(15,2)"),
-        ("ps_comment", "varchar(199)"),
-    ),
-    "orders": (
-        ("o_orderkey", "integer"),
-        ("o_custkey", "integer"),
-        ("o_orderstatus", "char(1)"),
-        ("o_totalprice", "numeric(15,2)"),
-        ("o_orderdate", "date"),
-        ("o_orderpriority", "char(15)"),
-        ("o_clerk", "char(15)"),
-        ("o_shippriority", "integer"),
-        ("o_comment", "varchar(79)"),
-    ),
-    "lineitem": (
-        ("l_orderkey", "integer"),
-        ("l_partkey", "integer"),
-        ("l_suppkey", "integer"),
-        ("l_linenumber", "integer"),
-        ("l_quantity", "numeric(15,2)"),
-        ("l_extendedprice", "numeric(15,2)"),
-        ("l_discount", "numeric(15,2)"),
-        ("l_tax", "numeric(15,2)"),
-        ("l_returnflag", "char(1)"),
-        ("l_linestatus", "char(1)"),
-        ("l_shipdate", "date"),
-        ("l_commitdate", "date"),
-        ("l_receiptdate", "date"),
-        ("l_shipinstruct", "char(25)"),
-        ("l_shipmode", "char(10)"),
-        ("l_comment", "varchar(44)"),
-    ),
-}
-
-PRIMARY_KEYS: dict[str, tuple[str, ...]] = {
-    "region": ("r_regionkey",),
-    "nation": ("n_nationkey",),
-    "supplier": ("s_suppkey",),
-    "customer": ("c_custkey",),
-    "part": ("p_partkey",),
-    "partsupp": ("ps_partkey", "ps_suppkey"),
-    "orders": ("o_orderkey",),
-    "lineitem": ("l_orderkey", "l_linenumber"),
-}
-
-# (table, columns, referenced table, referenced columns), clause 1.4.2.
-FOREIGN_KEYS: tuple[tuple[str, tuple[str, ...], str, tuple[str, ...]], ...] = (
-    ("nation", ("n_regionkey",), "region", ("r_regionkey",)),
-    ("supplier", ("s_nationkey",), "nation", ("n_nationkey",)),
-    ("customer", ("c_nationkey",), "nation", ("n_nationkey",)),
-    ("partsupp", ("ps_partkey",), "part", ("p_partkey",)),
-    ("partsupp", ("ps_suppkey",), "supplier", ("s_suppkey",)),
-    ("orders", ("o_custkey",), "customer", ("c_custkey",)),
-    ("lineitem", ("l_orderkey",), "orders", ("o_orderkey",)),
-    ("lineitem", ("l_partkey", "l_suppkey"), "partsupp", ("ps_partkey", "ps_suppkey")),
-)
+# The schema (clause 1.4) lives with the data pipeline that loads it.
+TABLES = COLUMNS
 
 
 @dataclass(frozen=True)

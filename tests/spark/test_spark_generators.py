@@ -155,7 +155,8 @@ def test_derived_names_fit_postgres_limits():
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
-    return subprocess.run([sys.executable, "-m", "spark_loader", *args], check=False, cwd=REPO, env=env,
+    return subprocess.run([sys.executable, "-m", "spark_loader", *args], check=False, cwd=REPO,
+                          env=env,
                           capture_output=True, text=True, timeout=120)
 
 

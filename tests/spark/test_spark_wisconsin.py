@@ -64,7 +64,8 @@ def test_wisconsin_any_size_width_parts_and_indexes(pg_dsn, load):
     assert many["b_w"].parts == 10
     assert one["a_w"].checksum == many["b_w"].checksum
     assert one["a_w"].rows == many["b_w"].rows == 7001
-    assert scalar(pg_dsn, "SELECT count(*) FROM (SELECT * FROM a_w EXCEPT SELECT * FROM b_w) d") == 0
+    assert scalar(pg_dsn,
+                  "SELECT count(*) FROM (SELECT * FROM a_w EXCEPT SELECT * FROM b_w) d") == 0
     assert scalar(pg_dsn, "SELECT max(length(stringu1) + length(stringu2) + length(string4)) "
                           "FROM a_w") == 100 - 52
     assert rows(pg_dsn, "SELECT indexname FROM pg_indexes WHERE tablename = 'a_w' "
