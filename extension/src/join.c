@@ -61,6 +61,7 @@
 #include "executor/executor.h"
 #include "miscadmin.h"
 #include "nodes/nodeFuncs.h"
+#include "optimizer/optimizer.h"
 #include "stair.h"
 #include "utils/datum.h"
 #include "utils/lsyscache.h"
@@ -210,6 +211,7 @@ typedef struct EddyJoinState
 	char	   *row_mark_after;
 	EddyRow    *fresh_row;		/* that row */
 	uint64		inserts;		/* STAIR insertions, for memory checks */
+	bool		output_reads_columns;	/* does the output read the wide slot? */
 	Datum	   *fetch_values;	/* scratch for index fetches */
 	bool	   *fetch_isnull;
 } EddyJoinState;
@@ -349,10 +351,20 @@ fill_slot(EddyJoinState *js, EddyTuple *t)
 		EddyRow    *row = t->rows[i];
 		JSource    *src = &js->sources[i];
 
+		Datum	   *values;
+		bool	   *isnull;
+		int			c;
+
 		if (row == NULL || js->loaded[i] == row)
 			continue;
-		memcpy(slot->tts_values + src->first_col, row->values, sizeof(Datum) * src->ncols);
-		memcpy(slot->tts_isnull + src->first_col, row->isnull, sizeof(bool) * src->ncols);
+		/* ranges are a few columns: a loop beats two calls of memcpy */
+		values = slot->tts_values + src->first_col;
+		isnull = slot->tts_isnull + src->first_col;
+		for (c = 0; c < src->ncols; c++)
+		{
+			values[c] = row->values[c];
+			isnull[c] = row->isnull[c];
+		}
 		js->loaded[i] = row;
 	}
 	ExecStoreVirtualTuple(slot);
@@ -614,6 +626,12 @@ EddyJoinBegin(CustomScanState *node, EState *estate, int eflags)
 	foreach(lc, (List *) list_nth(cscan->custom_private, EddyPrivSourceOrder))
 		js->source_order[i++] = intVal(lfirst(lc));
 	Assert(i == js->nsources);
+
+	/* the output needs the wide slot filled unless its projection reads none */
+	js->output_reads_columns = node->ss.ps.ps_ProjInfo == NULL ||
+		pull_var_clause((Node *) cscan->scan.plan.targetlist,
+						PVC_RECURSE_AGGREGATES | PVC_RECURSE_WINDOWFUNCS |
+						PVC_INCLUDE_PLACEHOLDERS) != NIL;
 
 	js->policy = (EddyRoutingPolicy) eddy_routing_policy;
 	js->reopt_frequency = eddy_reopt_frequency;
@@ -1219,7 +1237,9 @@ EddyJoinNext(EddyJoinState *js)
 
 			if (choice == EDDY_ROUTE_OUT)
 			{
-				fill_slot(js, t);
+				/* a projection that reads no column (count(*)) needs no fill */
+				if (js->output_reads_columns)
+					fill_slot(js, t);
 				econtext->ecxt_scantuple = js->wide;
 				ResetExprContext(econtext);
 				if (js->node->ss.ps.ps_ProjInfo)
