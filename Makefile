@@ -5,6 +5,12 @@
 #   make test        everything, on a fresh machine: system packages, the
 #                    project .venv, an assert-enabled build, a throwaway
 #                    server, pg_regress (installcheck) and pytest
+#   make bench       the overhead benchmark of the TelegraphCQ study, end to
+#                    end: a non-assert build, a throwaway server with eddy
+#                    preloaded (unless DSN=... names one), the Spark loader,
+#                    every experiment; results and plots in docs/bench/
+#                    (BENCH_ARGS="--quick" for a smoke run; see
+#                    .venv/bin/python -m eddytools.bench --help)
 #   make clean
 #
 # Run as root on a fresh Debian 12 machine, or as a user who can install
@@ -18,7 +24,7 @@ VENV ?= .venv
 PYTHON ?= /usr/bin/python3
 export PG_BINDIR PG_CONFIG
 
-.PHONY: all build install test sysdeps venv clean
+.PHONY: all build install test bench sysdeps venv clean
 
 all: build
 
@@ -57,6 +63,30 @@ test: sysdeps venv
 	$(MAKE) -C extension clean PG_CONFIG=$(PG_CONFIG)
 	$(MAKE) -C extension install EDDY_ASSERT=1 PG_CONFIG=$(PG_CONFIG)
 	VENV=$(abspath $(VENV)) tests/run-tests.sh
+
+# The benchmark needs a build without assertions: rebuild from clean.  With
+# DSN=... (or PGHOST/PGDATABASE in the environment) it uses that server, which
+# must preload eddy; otherwise it starts its own server as the postgres OS user
+# in BENCH_SERVER (kept between runs, so the loaded tables are reused; stopped
+# after each run; rm -rf it to start over).
+DSN ?=
+BENCH_OUT ?= docs/bench
+BENCH_ARGS ?=
+BENCH_PORT ?= 25433
+BENCH_SERVER ?= /tmp/eddy-bench-server
+bench: sysdeps venv
+	$(MAKE) -C extension clean PG_CONFIG=$(PG_CONFIG)
+	$(MAKE) -C extension install PG_CONFIG=$(PG_CONFIG)
+	@if [ -n "$(DSN)" ] || [ -n "$$PGHOST$$PGDATABASE" ]; then \
+	  $(VENV)/bin/python -m eddytools.bench --dsn "$(DSN)" --out $(BENCH_OUT) $(BENCH_ARGS); \
+	else \
+	  trap 'tests/pgserver.sh stop $(BENCH_SERVER)' EXIT INT TERM; \
+	  tests/pgserver.sh start $(BENCH_SERVER) $(BENCH_PORT) || exit 1; \
+	  $(VENV)/bin/python -m eddytools.bench \
+	    --dsn "host=$(BENCH_SERVER) port=$(BENCH_PORT) user=postgres dbname=postgres" \
+	    --out $(BENCH_OUT) $(BENCH_ARGS); \
+	  status=$$?; tests/pgserver.sh stop $(BENCH_SERVER); trap - EXIT INT TERM; exit $$status; \
+	fi
 
 clean:
 	$(MAKE) -C extension clean PG_CONFIG=$(PG_CONFIG)

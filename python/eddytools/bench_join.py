@@ -51,6 +51,8 @@ def configure(conn: psycopg.Connection, config: str, method: str) -> None:
     (so that the static SHJ has Hash Joins to replace), index nested loops
     for the index experiments."""
     index = method == "index"
+    # a selection experiment's setting must not route the N-X filters here
+    conn.execute("RESET eddy.selection_min_cost")
     conn.execute(f"SET enable_hashjoin = {'off' if index else 'on'}")
     conn.execute("SET enable_mergejoin = off")
     conn.execute(f"SET enable_nestloop = {'on' if index else 'off'}")

@@ -27,6 +27,8 @@ QUERIES = {
                " AND delay(ten, 0) < 10",
     "Delay-10": "SELECT count(*) FROM {t} WHERE delay(two, 10) < 2 AND delay(four, 10) < 4"
                 " AND delay(ten, 10) < 10",
+    "Delay-100": "SELECT count(*) FROM {t} WHERE delay(two, 100) < 2 AND delay(four, 100) < 4"
+                 " AND delay(ten, 100) < 10",
 }
 
 

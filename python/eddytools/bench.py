@@ -1,0 +1,534 @@
+"""The overhead benchmark of the TelegraphCQ study (Deshpande 2004, section 3),
+end to end: data, experiments, answer checks, results files, plots.
+
+    python -m eddytools.bench --dsn "host=... dbname=..." [--out docs/bench]
+    python -m eddytools.bench --quick --out /tmp/bench      # smoke run, ~1 minute
+
+Experiments (the study's Figure 4 queries):
+
+  selections  No-Delay, Delay-0, Delay-10, Delay-100 over tenk1, every
+              predicate a selection operator (eddy.selection_min_cost = 0)
+  shj         Select-All-3/4/5, Select-Count-3/4/5: star joins of tenk1..5 on unique2
+  index       3-X, 4-X, 5-X for X = 10, 1000 over hundredk1..5 (index on unique2),
+              index nested loops forced for vanilla, eddy.join_method = index
+
+Configurations: vanilla PostgreSQL (eddy.enabled = off), the static symmetric
+hash join (eddy.static_shj, shj experiment only) and the eddy at every
+--freqs reoptimization frequency.  The tables are generated and loaded with
+the Spark loader (python -m spark_loader), which skips tables already loaded.
+
+Method: one warm-up repetition (not recorded) warms the caches; in every
+repetition each query runs once under every configuration, in an order
+rotated from one repetition to the next.  Times are wall-clock times of
+execute + fetch in one session (max_parallel_workers_per_gather = 0,
+jit = off, work_mem = 64MB), normalized to vanilla's median of the same
+query.  Every run's answer (row count and an order-independent digest of
+the rows) must equal vanilla's; a mismatch is an error, never a data point,
+and makes the exit status 3.
+
+Output in --out: measurements.csv (every run), summary.csv, results.json
+(settings, environment, every run, the summary, errors) and one PNG per
+experiment (selections.png, shj.png, index.png).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import datetime as dt
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import psycopg
+import sqlglot
+from sqlglot import exp
+
+from eddytools import bench_join, bench_selection
+from eddytools.db import connect, set_gucs
+
+EXPERIMENTS = ("selections", "shj", "index")
+TITLES = {
+    "selections": "Cost of adaptivity: eddies with selections (Figure 5)",
+    "shj": "Cost of adaptivity: eddies with symmetric hash joins (Figure 6)",
+    "index": "Cost of adaptivity: eddies with index joins (Figure 7)",
+}
+FULL_ROWS = {"tenk": 10_000, "hundredk": 100_000}
+QUICK_ROWS = {"tenk": 2_000, "hundredk": 5_000}
+QUICK_SCHEMA = "eddy_bench_quick"
+WRONG = "wrong"          # the configuration --inject-wrong-config adds
+
+
+class AnswerMismatch(Exception):
+    """A configuration returned another answer than vanilla PostgreSQL."""
+
+
+@dataclass
+class Query:
+    experiment: str
+    name: str
+    sql: str
+    method: str           # "selection", "hash" or "index"
+
+
+@dataclass
+class Run:
+    experiment: str
+    query: str
+    config: str
+    rep: int
+    seconds: float
+    rows: int
+    digest: str
+
+
+@dataclass
+class Result:
+    settings: dict
+    environment: dict = field(default_factory=dict)
+    runs: list[Run] = field(default_factory=list)
+    summary: list[dict] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+
+# --------------------------------------------------------------------------- queries
+
+def experiment_queries(experiments: list[str]) -> list[Query]:
+    """The study's queries, from bench_selection and bench_join, in figure order."""
+    out: list[Query] = []
+    if "selections" in experiments:
+        for name in ("No-Delay", "Delay-0", "Delay-10", "Delay-100"):
+            out.append(Query("selections", name,
+                             bench_selection.QUERIES[name].format(t="tenk1"), "selection"))
+    joins = bench_join.queries(["all", "count", "index"])
+    if "shj" in experiments:
+        for kind in ("All", "Count"):
+            for n in (3, 4, 5):
+                name = f"Select-{kind}-{n}"
+                out.append(Query("shj", name, joins[name][1], "hash"))
+    if "index" in experiments:
+        for x in (10, 1000):
+            for n in (3, 4, 5):
+                name = f"{n}-{x}"
+                out.append(Query("index", name, joins[name][1], "index"))
+    return out
+
+
+def wrong_query(query: str) -> str:
+    """``query`` with one more predicate (half of its first table's rows): the
+    deliberately wrong configuration that the answer check must catch."""
+    tree = sqlglot.parse_one(query, dialect="postgres")
+    table = tree.find(exp.Table).name
+    return tree.where(f"{table}.unique2 % 2 = 1", dialect="postgres").sql(dialect="postgres")
+
+
+def configs_for(experiment: str, args: argparse.Namespace) -> list[str]:
+    configs = ["vanilla"]
+    if experiment == "shj" and not args.no_shj:
+        configs.append("shj")
+    configs += [f"eddy@{f}" for f in args.freqs]
+    if args.inject_wrong_config:
+        configs.append(WRONG)
+    return configs
+
+
+def configure(conn: psycopg.Connection, config: str, q: Query, policy: str,
+              schema: str) -> str:
+    """Apply ``config`` for ``q`` in the session; return the SQL to run.
+
+    Every configuration starts from RESET ALL, so that nothing leaks from the
+    previous one (eddy.selection_min_cost = 0 of the selection experiment
+    would make the join experiments' scan filters routed selections)."""
+    eddy_config = "eddy@100" if config == WRONG else config
+    conn.execute("RESET ALL")
+    session_setup(conn, schema)
+    if q.method == "selection":
+        if eddy_config == "vanilla":
+            set_gucs(conn, enabled="off", static_shj="off")
+        else:
+            set_gucs(conn, enabled="on", static_shj="off", selection_min_cost=0,
+                     routing_policy=policy, reopt_frequency=eddy_config.split("@")[1])
+    else:
+        bench_join.configure(conn, eddy_config, q.method)
+        if eddy_config.startswith("eddy@"):
+            set_gucs(conn, routing_policy=policy)
+    return wrong_query(q.sql) if config == WRONG else q.sql
+
+
+def answer_of(rows: list[tuple]) -> tuple[int, str]:
+    """Row count and an order-independent digest of the rows."""
+    acc = 0
+    for row in rows:
+        acc = (acc + hash(row)) & 0xFFFFFFFFFFFFFFFF
+    return len(rows), f"{acc:016x}"
+
+
+# --------------------------------------------------------------------------- data
+
+def load_data(dsn: str, experiments: list[str], quick: bool, master: str,
+              schema: str, quiet: bool) -> None:
+    """tenk1..5 and hundredk1..5 with the Spark loader (tables already loaded
+    with the same parameters are skipped by the loader itself)."""
+    from spark_loader.cli import format_report, run
+    from spark_loader.session import build_session
+
+    sets = ["tenk"] if set(experiments) & {"selections", "shj"} else []
+    if "index" in experiments:
+        sets.append("hundredk")
+    spark = None
+    try:
+        for name in sets:
+            if quick:
+                argv = ["wisconsin", "--rows", str(QUICK_ROWS[name]),
+                        "--tables", *[f"{name}{i}" for i in range(1, 6)]]
+            else:
+                argv = [name]
+            argv += ["--dsn", dsn, "--schema", schema, "--master", master]
+            if quiet:
+                argv.append("--quiet")
+            if spark is None and _missing(dsn, schema, name):
+                spark = build_session(master, app_name="eddy bench loader")
+            report = run(argv, spark=spark)
+            if not quiet:
+                print(format_report(report), file=sys.stderr)
+    finally:
+        if spark is not None:
+            spark.stop()
+
+
+def _missing(dsn: str, schema: str, name: str) -> bool:
+    with connect(dsn) as conn:
+        return any(conn.execute("SELECT to_regclass(%s) IS NULL",
+                                (f"{schema}.{name}{i}",)).fetchone()[0] for i in range(1, 6))
+
+
+# --------------------------------------------------------------------------- measuring
+
+def session_setup(conn: psycopg.Connection, schema: str) -> None:
+    """The benchmark session's settings (every configuration starts from them)."""
+    conn.execute("SET max_parallel_workers_per_gather = 0")
+    conn.execute("SET jit = off")
+    conn.execute("SET work_mem = '64MB'")
+    if schema != "public":
+        conn.execute(psycopg.sql.SQL("SET search_path = {}, public").format(
+            psycopg.sql.Identifier(schema)))
+
+
+def measure(conn: psycopg.Connection, queries: list[Query], args: argparse.Namespace,
+            result: Result) -> None:
+    """Run every query under every configuration, interleaved, recording runs;
+    answer mismatches go to ``result.errors``."""
+    from tqdm import tqdm
+
+    plan = [(q, configs_for(q.experiment, args)) for q in queries]
+    total = sum(len(c) * (args.reps + args.warmup) for _, c in plan)
+    bar = tqdm(total=total, unit="run", file=sys.stderr, disable=args.no_progress, miniters=1,
+               dynamic_ncols=True)
+    try:
+        for q, configs in plan:
+            reference: tuple[int, str] | None = None
+            bad: dict[str, tuple[int, str]] = {}   # config -> its first wrong answer
+            runs: list[Run] = []
+            for rep in range(args.warmup + args.reps):
+                shift = rep % len(configs)
+                for config in configs[shift:] + configs[:shift]:
+                    bar.set_description(f"{q.experiment} {q.name} {config}", refresh=False)
+                    text = configure(conn, config, q, args.policy, args.schema)
+                    t0 = time.perf_counter()
+                    rows = conn.execute(text).fetchall()
+                    elapsed = time.perf_counter() - t0
+                    answer = answer_of(rows)
+                    if reference is None and config == "vanilla":
+                        reference = answer
+                    runs.append(Run(q.experiment, q.name, config, rep - args.warmup,
+                                    elapsed, *answer))
+                    bar.update()
+            for r in runs:
+                if (r.rows, r.digest) != reference:
+                    bad.setdefault(r.config, (r.rows, r.digest))
+            for config, (n, digest) in bad.items():
+                result.errors.append(
+                    f"answer mismatch: {q.experiment} {q.name} under {config}: "
+                    f"{n} rows, digest {digest}; vanilla {reference[0]} rows, "
+                    f"digest {reference[1]}")
+            result.runs += [r for r in runs if r.rep >= 0 and r.config not in bad]
+    finally:
+        bar.close()
+
+
+def summarize(result: Result) -> None:
+    groups: dict[tuple[str, str, str], list[float]] = {}
+    for r in result.runs:
+        groups.setdefault((r.experiment, r.query, r.config), []).append(r.seconds)
+    rows = []
+    for (experiment, query, config), times in groups.items():
+        base_times = groups.get((experiment, query, "vanilla"))
+        base = statistics.median(base_times) if base_times else float("nan")
+        med = statistics.median(times)
+        q1, _, q3 = (statistics.quantiles(times, n=4, method="inclusive")
+                     if len(times) > 1 else (med, med, med))
+        rows.append({
+            "experiment": experiment, "query": query, "config": config, "n": len(times),
+            "median_ms": med * 1e3, "min_ms": min(times) * 1e3, "max_ms": max(times) * 1e3,
+            "q1_ms": q1 * 1e3, "q3_ms": q3 * 1e3,
+            "normalized": med / base, "normalized_min": min(times) / base,
+            "normalized_max": max(times) / base,
+            "normalized_q1": q1 / base, "normalized_q3": q3 / base,
+        })
+    rows.sort(key=lambda r: (EXPERIMENTS.index(r["experiment"]), config_rank(r["config"])))
+    result.summary = rows   # stable: queries stay in the order they ran
+
+
+def config_rank(config: str) -> tuple[int, int]:
+    """vanilla, shj, the eddies by frequency, anything else last."""
+    if config == "vanilla":
+        return (0, 0)
+    if config == "shj":
+        return (1, 0)
+    if config.startswith("eddy@"):
+        return (2, int(config.split("@")[1]))
+    return (3, 0)
+
+
+def summary_table(result: Result) -> str:
+    """The terminal table: per query, each configuration's median (ms),
+    its ratio to vanilla and the ratio's min-max spread."""
+    lines = []
+    by_exp: dict[str, list[dict]] = {}
+    for row in result.summary:
+        by_exp.setdefault(row["experiment"], []).append(row)
+    for experiment in EXPERIMENTS:
+        rows = by_exp.get(experiment)
+        if not rows:
+            continue
+        configs = sorted(dict.fromkeys(r["config"] for r in rows), key=config_rank)
+        queries = list(dict.fromkeys(r["query"] for r in rows))
+        cell = {(r["query"], r["config"]): r for r in rows}
+        width = 30
+        lines.append(f"{experiment}: median ms (x vanilla) [min-max x vanilla], "
+                     f"n = {rows[0]['n']}")
+        lines.append(f"{'query':<16}" + "".join(f"{c:>{width}}" for c in configs))
+        for q in queries:
+            line = f"{q:<16}"
+            for c in configs:
+                r = cell.get((q, c))
+                if r is None:
+                    line += f"{'-':>{width}}"
+                elif c == "vanilla":
+                    line += f"{r['median_ms']:>{width}.2f}"
+                else:
+                    text = (f"{r['median_ms']:.2f} ({r['normalized']:.2f}x)"
+                            f" [{r['normalized_min']:.2f}-{r['normalized_max']:.2f}]")
+                    line += f"{text:>{width}}"
+            lines.append(line)
+        lines.append("")
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- output
+
+def write_results(result: Result, out: Path) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    fields = [f for f in Run.__dataclass_fields__]
+    with open(out / "measurements.csv", "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(fields)
+        for r in result.runs:
+            w.writerow([f"{r.seconds:.6f}" if k == "seconds" else getattr(r, k)
+                        for k in fields])
+    if result.summary:
+        with open(out / "summary.csv", "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=list(result.summary[0]))
+            w.writeheader()
+            for row in result.summary:
+                w.writerow({k: (f"{v:.4f}" if isinstance(v, float) else v)
+                            for k, v in row.items()})
+    doc = {"settings": result.settings, "environment": result.environment,
+           "runs": [asdict(r) for r in result.runs], "summary": result.summary,
+           "errors": result.errors}
+    (out / "results.json").write_text(json.dumps(doc, indent=1) + "\n")
+
+
+def plot(result: Result, out: Path) -> list[Path]:
+    """One PNG per experiment, as the study's Figures 5-7: grouped bars of the
+    median time normalized to vanilla, one group per query, one bar per
+    configuration, whiskers spanning the interquartile range of the runs."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    written = []
+    for experiment in EXPERIMENTS:
+        rows = [r for r in result.summary if r["experiment"] == experiment]
+        if not rows:
+            continue
+        configs = sorted(dict.fromkeys(r["config"] for r in rows), key=config_rank)
+        queries = list(dict.fromkeys(r["query"] for r in rows))
+        cell = {(r["query"], r["config"]): r for r in rows}
+        fig, ax = plt.subplots(figsize=(max(6.0, 1.3 * len(queries) + 2), 4.2))
+        width = 0.8 / len(configs)
+        cmap = plt.get_cmap("tab10")
+        for k, config in enumerate(configs):
+            xs, ys, lo, hi = [], [], [], []
+            for i, q in enumerate(queries):
+                r = cell.get((q, config))
+                if r is None:
+                    continue
+                xs.append(i - 0.4 + width * (k + 0.5))
+                ys.append(r["normalized"])
+                lo.append(max(0.0, r["normalized"] - r["normalized_q1"]))
+                hi.append(max(0.0, r["normalized_q3"] - r["normalized"]))
+            label = {"vanilla": "PostgreSQL", "shj": "SHJ"}.get(
+                config, config.replace("eddy@", "E(") + ")" if config.startswith("eddy@")
+                else config)
+            ax.bar(xs, ys, width, yerr=[lo, hi], capsize=2, label=label,
+                   color=cmap(k % 10), edgecolor="black", linewidth=0.4,
+                   error_kw={"elinewidth": 0.7})
+        ax.axhline(1.0, color="grey", linewidth=0.8, linestyle="--")
+        ax.set_xticks(range(len(queries)))
+        ax.set_xticklabels(queries, rotation=0 if len(queries) <= 6 else 30,
+                           ha="center" if len(queries) <= 6 else "right")
+        ax.set_ylabel("time normalized to PostgreSQL\n(median, whiskers: IQR)")
+        ax.set_title(TITLES[experiment], fontsize=10)
+        ax.legend(fontsize=8, ncol=min(len(configs), 6), loc="upper left", frameon=False)
+        top = max(r["normalized_q3"] for r in rows)
+        ax.set_ylim(0, max(1.5, top * 1.18))
+        fig.tight_layout()
+        path = out / f"{experiment}.png"
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        written.append(path)
+    return written
+
+
+def environment(conn: psycopg.Connection) -> dict:
+    def show(name: str) -> str:
+        return conn.execute(f"SHOW {name}").fetchone()[0]
+
+    return {
+        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "host": platform.node(), "cpus": os.cpu_count(), "python": platform.python_version(),
+        "server_version": show("server_version"),
+        "assertions": show("debug_assertions"),
+        "shared_preload_libraries": show("shared_preload_libraries"),
+        "eddy_version": conn.execute(
+            "SELECT extversion FROM pg_extension WHERE extname = 'eddy'").fetchone()[0],
+    }
+
+
+# --------------------------------------------------------------------------- CLI
+
+def _csv(choices: tuple[str, ...] | None = None, conv=str):
+    def parse(text: str) -> list:
+        items = [t.strip() for t in text.split(",") if t.strip()]
+        if choices is not None:
+            for t in items:
+                if t not in choices:
+                    raise argparse.ArgumentTypeError(
+                        f"invalid choice {t!r} (choose from {', '.join(choices)})")
+        try:
+            return [conv(t) for t in items]
+        except ValueError as e:
+            raise argparse.ArgumentTypeError(str(e)) from None
+    return parse
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(
+        prog="python -m eddytools.bench",
+        description=__doc__.split("\n\n")[0].replace("\n", " "),
+        epilog=__doc__.split("\n\n", 2)[2],
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--dsn", default="",
+                    help="libpq connection string of the database (default: the PG* "
+                         "environment); the server must preload eddy")
+    ap.add_argument("-e", "--experiments", type=_csv(EXPERIMENTS), default=list(EXPERIMENTS),
+                    help="comma-separated, from selections, shj, index (default: all)")
+    ap.add_argument("--freqs", type=_csv(conv=int), default=None,
+                    help="eddy.reopt_frequency values, comma-separated (default: 1,10,100,1000;"
+                         " --quick: 1,100)")
+    ap.add_argument("--policy", default="rank", choices=("rank", "lottery", "fixed", "random"),
+                    help="eddy.routing_policy of the eddy configurations (default: rank)")
+    ap.add_argument("--no-shj", action="store_true",
+                    help="leave out the static symmetric hash join configuration")
+    ap.add_argument("-r", "--reps", type=int, default=None,
+                    help="measured repetitions (default: 11; --quick: 2)")
+    ap.add_argument("--warmup", type=int, default=1,
+                    help="unrecorded warm-up repetitions first (default: 1)")
+    ap.add_argument("-o", "--out", type=Path, default=Path("docs/bench"),
+                    help="output folder (default: docs/bench)")
+    ap.add_argument("--quick", action="store_true",
+                    help=f"smoke run: small tables ({QUICK_ROWS['tenk']:,} and "
+                         f"{QUICK_ROWS['hundredk']:,} rows) in schema {QUICK_SCHEMA}, "
+                         "2 repetitions, frequencies 1 and 100")
+    ap.add_argument("--master", default="local[*]",
+                    help="Spark master of the loader (default: local[*])")
+    ap.add_argument("--no-load", action="store_true",
+                    help="do not run the Spark loader; the tables must exist")
+    ap.add_argument("--no-plots", action="store_true", help="no PNGs")
+    ap.add_argument("--no-progress", action="store_true", help="no progress bar")
+    # Testing only: adds a configuration that runs a different query.
+    ap.add_argument("--inject-wrong-config", action="store_true", help=argparse.SUPPRESS)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.reps is None:
+        args.reps = 2 if args.quick else 11
+    if args.freqs is None:
+        args.freqs = [1, 100] if args.quick else [1, 10, 100, 1000]
+    if args.reps < 1 or args.warmup < 0:
+        print("bench: --reps must be >= 1 and --warmup >= 0", file=sys.stderr)
+        return 2
+    schema = QUICK_SCHEMA if args.quick else "public"
+    settings = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()
+                if k not in ("dsn",)}
+    settings["schema"] = schema
+    settings["rows"] = QUICK_ROWS if args.quick else FULL_ROWS
+    result = Result(settings=settings)
+    t0 = time.monotonic()
+    try:
+        with connect(args.dsn) as conn:
+            conn.execute("CREATE EXTENSION IF NOT EXISTS eddy")
+            if schema != "public":
+                conn.execute(psycopg.sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(
+                    psycopg.sql.Identifier(schema)))
+        if not args.no_load:
+            load_data(args.dsn, args.experiments, args.quick, args.master, schema,
+                      quiet=args.no_progress)
+        with connect(args.dsn) as conn:
+            args.schema = schema
+            session_setup(conn, schema)
+            if "eddy" not in conn.execute("SHOW shared_preload_libraries").fetchone()[0]:
+                conn.execute("LOAD 'eddy'")
+            result.environment = environment(conn)
+            measure(conn, experiment_queries(args.experiments), args, result)
+    except psycopg.Error as e:
+        print(f"bench: database error: {str(e).strip()}", file=sys.stderr)
+        return 1
+    result.environment["seconds"] = round(time.monotonic() - t0, 1)
+    summarize(result)
+    write_results(result, args.out)
+    pngs = [] if args.no_plots else plot(result, args.out)
+    print(summary_table(result))
+    print(f"results: {args.out}/measurements.csv, summary.csv, results.json"
+          + (f"; plots: {', '.join(p.name for p in pngs)}" if pngs else ""))
+    for err in result.errors:
+        print(f"bench: error: {err}", file=sys.stderr)
+    return 3 if result.errors else 0
+
+
+def cli() -> None:
+    """Console script ``eddy-bench``."""
+    sys.exit(main())
+
+
+if __name__ == "__main__":
+    cli()
