@@ -37,6 +37,7 @@ from eddytools.db import (
     explain_json,
     multiset,
     plan_nodes,
+    eddy_reasons,
     server_log_excerpt,
     set_gucs,
 )
@@ -105,24 +106,6 @@ def wisc(eddy_conn):
     for k in range(1, 7):
         eddy_conn.execute(wisconsin_join_ddl(k))
     return eddy_conn
-
-
-def eddy_reasons(conn: psycopg.Connection, query: str) -> list[str]:
-    """The planner's DEBUG1 messages about eddies for ``query``."""
-    messages: list[str] = []
-
-    def handler(diag: psycopg.errors.Diagnostic) -> None:
-        if diag.message_primary and "eddy" in diag.message_primary:
-            messages.append(diag.message_primary)
-
-    conn.add_notice_handler(handler)
-    try:
-        conn.execute("SET client_min_messages = debug1")
-        conn.execute(f"EXPLAIN {query}")
-    finally:
-        conn.execute("RESET client_min_messages")
-        conn.remove_notice_handler(handler)
-    return messages
 
 
 def operator_types(plan: dict) -> list[str]:

@@ -22,6 +22,7 @@ from eddytools.db import (
     eddy_nodes,
     explain_json,
     multiset,
+    eddy_reasons,
     server_log_excerpt,
     set_gucs,
 )
@@ -105,24 +106,6 @@ def vanilla_results(tpch_dsn):
 
     yield get
     conn.close()
-
-
-def eddy_reasons(conn: psycopg.Connection, query: str) -> list[str]:
-    """The planner's DEBUG1 messages about eddies for ``query``."""
-    messages: list[str] = []
-
-    def handler(diag: psycopg.errors.Diagnostic) -> None:
-        if diag.message_primary and "eddy" in diag.message_primary:
-            messages.append(diag.message_primary)
-
-    conn.add_notice_handler(handler)
-    try:
-        conn.execute("SET client_min_messages = debug1")
-        conn.execute(f"EXPLAIN {query}")
-    finally:
-        conn.execute("RESET client_min_messages")
-        conn.remove_notice_handler(handler)
-    return messages
 
 
 def assert_same_result(q: TpchQuery, got: list[tuple], want: list[tuple], settings: dict) -> None:

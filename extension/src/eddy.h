@@ -109,6 +109,8 @@ extern bool EddyClauseIsCandidate(PlannerInfo *root, RestrictInfo *rinfo,
 extern void EddyPlanInit(void);
 extern Path *EddyCreatePath(PlannerInfo *root, RelOptInfo *rel, Path *child,
 							PathTarget *source_target);
+extern List *EddyRouteScanQuals(PlannerInfo *root, List *ordered, Plan *source,
+								int max_routed);
 
 /* plan_join.c */
 extern Path *EddyCreateJoinPath(PlannerInfo *root, RelOptInfo *joinrel,

@@ -104,6 +104,41 @@ eddy_source_scan(Plan *plan)
 	return plan;
 }
 
+/*
+ * The restriction clauses the eddy routes over a source scan, given in
+ * PostgreSQL's evaluation order: the longest suffix of selection candidates
+ * that the scan still evaluates as a filter, at most max_routed of them.
+ * They are removed from the scan's filter, which keeps the prefix.
+ * Pseudoconstant clauses are not in the filter (a gating Result tests them
+ * once), so they neither end nor join the suffix.  Shared by selection and
+ * join eddies.
+ */
+List *
+EddyRouteScanQuals(PlannerInfo *root, List *ordered, Plan *source, int max_routed)
+{
+	Plan	   *scan = eddy_source_scan(source);
+	int			user_level = EddyUserSecurityLevel(ordered);
+	List	   *routed = NIL;
+	ListCell   *lc;
+	int			i;
+
+	for (i = list_length(ordered) - 1; i >= 0; i--)
+	{
+		RestrictInfo *rinfo = list_nth_node(RestrictInfo, ordered, i);
+
+		if (rinfo->pseudoconstant)
+			continue;
+		if (!EddyClauseIsCandidate(root, rinfo, user_level) ||
+			!list_member(scan->qual, rinfo->clause) ||
+			list_length(routed) >= max_routed)
+			break;
+		routed = lcons(rinfo, routed);
+	}
+	foreach(lc, routed)
+		scan->qual = list_delete(scan->qual, lfirst_node(RestrictInfo, lc)->clause);
+	return routed;
+}
+
 static Plan *
 eddy_plan_custom_path(PlannerInfo *root, RelOptInfo *rel,
 					  CustomPath *best_path, List *tlist,
@@ -112,38 +147,16 @@ eddy_plan_custom_path(PlannerInfo *root, RelOptInfo *rel,
 	CustomScan *cscan = makeNode(CustomScan);
 	Plan	   *source = linitial(custom_plans);
 	Plan	   *scan = eddy_source_scan(source);
-	int			user_level = EddyUserSecurityLevel(clauses);
-	int			nclauses = list_length(clauses);
-	List	   *routed_rinfos = NIL;
-	List	   *scan_qual = list_copy(scan->qual);
+	List	   *routed_rinfos;
 	List	   *prereqs = NIL;
 	List	   *est_sel = NIL;
 	List	   *est_cost = NIL;
 	List	   *exprs = NIL;
 	double		passed = 1.0;
-	int			i;
 	int			nops;
 	ListCell   *lc;
 
-	/*
-	 * Walk PostgreSQL's order backwards: the routed set is the longest
-	 * suffix of candidates that the scan evaluates as a filter.  Pseudo-
-	 * constant clauses are not in the scan's filter (a gating Result tests
-	 * them once), so they neither end nor join the suffix.
-	 */
-	for (i = nclauses - 1; i >= 0; i--)
-	{
-		RestrictInfo *rinfo = list_nth_node(RestrictInfo, clauses, i);
-
-		if (rinfo->pseudoconstant)
-			continue;
-		if (!EddyClauseIsCandidate(root, rinfo, user_level) ||
-			!list_member(scan_qual, rinfo->clause))
-			break;
-		if (list_length(routed_rinfos) >= EDDY_MAX_SELECTIONS)
-			break;
-		routed_rinfos = lcons(rinfo, routed_rinfos);
-	}
+	routed_rinfos = EddyRouteScanQuals(root, clauses, source, EDDY_MAX_SELECTIONS);
 
 	/* Operators in PostgreSQL's order, with their prerequisites. */
 	nops = 0;
@@ -164,12 +177,9 @@ eddy_plan_custom_path(PlannerInfo *root, RelOptInfo *rel,
 		est_sel = lappend(est_sel, makeFloat(psprintf("%.6g", sel)));
 		est_cost = lappend(est_cost,
 						   makeFloat(psprintf("%.6g", cost.per_tuple + cost.startup)));
-		scan_qual = list_delete(scan_qual, rinfo->clause);
 		passed *= sel;
 		nops++;
 	}
-	scan->qual = scan_qual;
-
 	/*
 	 * The source now returns the rows that pass the quals it kept: undo the
 	 * routed quals' selectivity in its row estimate so EXPLAIN reads right.

@@ -739,6 +739,34 @@ EddyCreateJoinPath(PlannerInfo *root, RelOptInfo *joinrel, List *initial_rels)
 	jp->selections = selections;
 
 	/*
+	 * Done bitmaps have 64 bits: count the modules, taking every candidate
+	 * restriction clause of a scanned relation as routed (plan time routes
+	 * a subset of them).
+	 */
+	{
+		int			nmodules = list_length(selections) + list_length(edges);
+
+		for (i = 0; i < jp->nrels; i++)
+		{
+			RelOptInfo *rel = jp->rels[i];
+			int			level = EddyUserSecurityLevel(rel->baserestrictinfo);
+			ListCell   *lc2;
+
+			if (!jp->scanned[i])
+				continue;
+			foreach(lc2, rel->baserestrictinfo)
+				if (EddyClauseIsCandidate(root, lfirst_node(RestrictInfo, lc2), level))
+					nmodules++;
+		}
+		if (nmodules > EDDY_MAX_MODULES)
+		{
+			elog(DEBUG1, "eddy: join block not used: %d modules, more than the maximum of %d",
+				 nmodules, EDDY_MAX_MODULES);
+			return NULL;
+		}
+	}
+
+	/*
 	 * Columns per relation: what the block needs above it, plus what the
 	 * modules read (keys, selections, and the restriction clauses that
 	 * plan time may route).
@@ -843,49 +871,20 @@ EddyCreateJoinPath(PlannerInfo *root, RelOptInfo *joinrel, List *initial_rels)
  * ----------------------------------------------------------------
  */
 
-/* The scan plan under a gating Result, if any: the node with the Filter. */
-static Plan *
-source_scan(Plan *plan)
-{
-	if (IsA(plan, Result) && plan->lefttree != NULL)
-		return plan->lefttree;
-	return plan;
-}
-
 /*
- * Restriction clauses of a scanned relation that the eddy routes: the
- * longest suffix of PostgreSQL's order made of selection candidates that
- * the scan still evaluates as a filter (as for selection eddies).  They are
- * removed from the scan's filter.
+ * Restriction clauses of a scanned relation that the eddy routes, as for
+ * selection eddies (EddyRouteScanQuals); none for other kinds of sources
+ * (their restrictions are inside subqueries or Append children).
  */
 static List *
 route_scan_quals(PlannerInfo *root, RelOptInfo *rel, Plan *source)
 {
 	RangeTblEntry *rte = planner_rt_fetch(rel->relid, root);
-	Plan	   *scan = source_scan(source);
-	List	   *ordered;
-	List	   *routed = NIL;
-	int			user_level;
-	int			i;
 
 	if (rte->rtekind != RTE_RELATION || rte->inh || rel->reloptkind != RELOPT_BASEREL)
 		return NIL;
-	ordered = EddyOrderQualClauses(root, rel->baserestrictinfo);
-	user_level = EddyUserSecurityLevel(ordered);
-	for (i = list_length(ordered) - 1; i >= 0; i--)
-	{
-		RestrictInfo *rinfo = list_nth_node(RestrictInfo, ordered, i);
-
-		if (rinfo->pseudoconstant)
-			continue;
-		if (!EddyClauseIsCandidate(root, rinfo, user_level) ||
-			!list_member(scan->qual, rinfo->clause))
-			break;
-		routed = lcons(rinfo, routed);
-	}
-	for (i = 0; i < list_length(routed); i++)
-		scan->qual = list_delete(scan->qual, list_nth_node(RestrictInfo, routed, i)->clause);
-	return routed;
+	return EddyRouteScanQuals(root, EddyOrderQualClauses(root, rel->baserestrictinfo),
+							  source, EDDY_MAX_MODULES);
 }
 
 static Node *

@@ -87,3 +87,21 @@ def server_log_excerpt(logfile: str, lines: int = 30) -> str:
     if crash:
         return "\n".join(text[max(0, crash[-1] - 10):crash[-1] + 4])
     return "\n".join(text[-lines:])
+
+
+def eddy_reasons(conn: psycopg.Connection, query: str) -> list[str]:
+    """The planner's DEBUG1 messages about eddies for ``query``."""
+    messages: list[str] = []
+
+    def handler(diag: psycopg.errors.Diagnostic) -> None:
+        if diag.message_primary and "eddy" in diag.message_primary:
+            messages.append(diag.message_primary)
+
+    conn.add_notice_handler(handler)
+    try:
+        conn.execute("SET client_min_messages = debug1")
+        conn.execute(f"EXPLAIN {query}")
+    finally:
+        conn.execute("RESET client_min_messages")
+        conn.remove_notice_handler(handler)
+    return messages

@@ -74,6 +74,23 @@ EXPLAIN (COSTS OFF) SELECT * FROM ja JOIN jb ON ja.id = jb.aid WHERE ja.id = 1 F
 SET eddy.max_sources = 2;
 EXPLAIN (COSTS OFF) SELECT count(*) FROM ja, jb, jc WHERE ja.x = jb.s AND jb.id = jc.bid;
 RESET eddy.max_sources;
+-- more modules than a done bitmap holds (64)
+SET eddy.selection_min_cost = 0;
+DO $$
+DECLARE
+  q text;
+  ln text;
+  eddy bool := false;
+BEGIN
+  SELECT 'SELECT count(*) FROM ja JOIN jb ON ja.x = jb.s WHERE '
+         || string_agg('ja.id <> ' || g, ' AND ') INTO q
+  FROM generate_series(1, 70) g;
+  FOR ln IN EXECUTE 'EXPLAIN (COSTS OFF) ' || q LOOP
+    eddy := eddy OR ln LIKE '%Eddy%';
+  END LOOP;
+  RAISE NOTICE 'eddy in the plan of a 70-predicate join: %', eddy;
+END $$;
+RESET eddy.selection_min_cost;
 RESET client_min_messages;
 
 -- the inner-join block under an outer join can still be an eddy in a subquery
