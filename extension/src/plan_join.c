@@ -847,6 +847,35 @@ EddyCreateJoinPath(PlannerInfo *root, RelOptInfo *joinrel, List *initial_rels)
 		}
 	}
 
+	/*
+	 * Join state the STAIRs would hold, estimated from the relations' rows
+	 * (each stored at most once per join it takes part in, with about 96
+	 * bytes of eddy tuple, STAIR entry and row headers): past
+	 * eddy.max_memory the eddy would fail where PostgreSQL's hash joins
+	 * would batch to disk, so the vanilla plan stays.
+	 */
+	{
+		double		state = 0;
+		int			nstairs = 0;
+
+		foreach(lc, edges)
+		{
+			JoinEdge   *e = lfirst(lc);
+
+			if (e->index_into >= 0)
+				continue;
+			nstairs += 2;
+			state += jp->rels[e->a]->rows * (jp->targets[e->a]->width + 96) +
+				jp->rels[e->b]->rows * (jp->targets[e->b]->width + 96);
+		}
+		if (nstairs > 0 && state > (double) EddyMaxMemoryBytes(nstairs))
+		{
+			elog(DEBUG1, "eddy: join block not used: its estimated join state (%.0f kB) exceeds eddy.max_memory (%zu kB)",
+				 state / 1024, EddyMaxMemoryBytes(nstairs) / 1024);
+			return NULL;
+		}
+	}
+
 	jp->cpath.path.pathtype = T_CustomScan;
 	jp->cpath.path.parent = joinrel;
 	jp->cpath.path.pathtarget = joinrel->reltarget;

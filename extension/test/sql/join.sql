@@ -98,10 +98,22 @@ EXPLAIN (COSTS OFF)
 SELECT count(*) FROM jc LEFT JOIN
   (SELECT jb.id FROM ja JOIN jb ON ja.x = jb.s OFFSET 0) sub ON sub.id = jc.id;
 
--- the memory limit
+-- the memory limit: a block whose estimated state exceeds it keeps the
+-- vanilla plan (which can batch); one that outgrows it while running ends
+-- with a clear error (here a function declared ROWS 10 that returns 300,000)
 SET eddy.max_memory = '64kB';
+SET client_min_messages = debug1;
+EXPLAIN (COSTS OFF) SELECT count(*) FROM ja JOIN jb ON ja.x = jb.s;
+RESET client_min_messages;
 SELECT count(*) FROM ja JOIN jb ON ja.x = jb.s;
+CREATE FUNCTION many(n int) RETURNS SETOF int LANGUAGE plpgsql ROWS 10 AS
+$$ BEGIN RETURN QUERY SELECT generate_series(1, n); END $$;
+SET eddy.max_memory = '2MB';
+SELECT count(*) FROM many(300000) m JOIN ja ON ja.id = m;
+SET eddy.max_memory = '256MB';
+SELECT count(*) FROM many(300000) m JOIN ja ON ja.id = m;
 RESET eddy.max_memory;
+DROP FUNCTION many(int);
 
 DROP FUNCTION explain_masked(text);
 DROP TABLE ja, jb, jc;
