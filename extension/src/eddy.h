@@ -106,7 +106,6 @@ extern bool EddyClauseIsCandidate(PlannerInfo *root, RestrictInfo *rinfo,
 								  int user_level);
 
 /* plan.c */
-extern void EddyPlanInit(void);
 extern Path *EddyCreatePath(PlannerInfo *root, RelOptInfo *rel, Path *child,
 							PathTarget *source_target);
 extern List *EddyRouteScanQuals(PlannerInfo *root, List *ordered, Plan *source,
@@ -222,7 +221,6 @@ extern void EddyRouterInit(EddyRouter *router, EddyOperator *ops, int nops,
 						   int lottery_window, uint64 seed);
 extern int	EddyRouterChoose(EddyRouter *router, uint32 done);
 extern void EddyRouterReoptimize(EddyRouter *router);
-extern void EddyRouterCloseEpoch(EddyRouter *router);
 
 /* Tuples routed so far */
 static inline uint64

@@ -24,7 +24,6 @@ void
 _PG_init(void)
 {
 	EddyGucInit();
-	EddyPlanInit();
 	EddyExecInit();
 	EddyShjInit();
 	EddyPlannerInit();

@@ -70,7 +70,6 @@
 #include "utils/ruleutils.h"
 
 #define EDDY_STATS_HALFLIFE_TUPLES	1000.0
-#define EDDY_ROUTE_NONE		(-2)
 #define EDDY_ROUTE_OUT		(-1)
 
 typedef struct EddyRow

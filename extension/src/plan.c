@@ -53,12 +53,6 @@ static const CustomPathMethods eddy_path_methods = {
 
 extern const CustomScanMethods eddy_scan_methods;
 
-void
-EddyPlanInit(void)
-{
-	/* nothing to register for paths; scan methods are registered by exec.c */
-}
-
 /*
  * An EddyPath over one scan path of rel.  The child is adopted: its
  * pathtarget is replaced by source_target, and it is no longer in the

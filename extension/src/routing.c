@@ -177,7 +177,7 @@ eddy_score_operators(EddyRouter *router)
 }
 
 /* Append the epoch that just ended to the run-length encoded history. */
-void
+static void
 EddyRouterCloseEpoch(EddyRouter *router)
 {
 	uint64		tuples = router->routed - router->epoch_start;
