@@ -85,15 +85,24 @@
 #define EDDY_STATS_HALFLIFE_TUPLES	1000.0
 #define EDDY_ROUTE_OUT		(-1)
 
+/*
+ * A source row.  In state memory: the header, the hash slots, the null
+ * flags, then the values (and the by-reference values' bytes), about as
+ * compact as a hash join's copy, since a STAIR's footprint is most of its
+ * cost.  A transient row (in flight, not stored) is preceded by a pointer
+ * to its copy in state memory once one is made (row_persistent), and its
+ * values may live elsewhere (the source's slot).
+ */
 typedef struct EddyRow
 {
-	struct EddyRow *persistent; /* its copy in state memory, once made */
-	bool		in_state;
-	uint32		hvalid;			/* which entries of hash[] are computed */
 	Datum	   *values;
 	bool	   *isnull;
+	uint32		hvalid;			/* which entries of hash[] are computed */
+	bool		in_state;
 	uint32		hash[FLEXIBLE_ARRAY_MEMBER];	/* the source's hash slots */
 } EddyRow;
+
+#define row_persistent(row)	(((EddyRow **) (row))[-1])
 
 #define EDDY_MAX_HASH_SLOTS	32
 
@@ -112,6 +121,9 @@ typedef struct JSource
 	int16	   *typlen;
 	bool	   *typbyval;
 	int			nhash;			/* hash slots of its rows (see init_hash_slots) */
+	bool		byval_only;		/* every column by value: fixed-size rows */
+	int		   *nslot_stairs;	/* per hash slot: the STAIRs it probes */
+	Stair	 ***slot_stairs;
 	/* scanned */
 	PlanState  *plan;
 	bool		exhausted;
@@ -201,6 +213,7 @@ typedef struct EddyJoinState
 	uint64		all_done;
 	TupleTableSlot *wide;
 	EddyRow   **loaded;			/* row whose values are in the wide slot */
+	bool		loaded_any;		/* is an entry of loaded set? */
 	EddyArena	state;			/* what STAIRs keep */
 	EddyArena	transient;		/* rewound at every point of stasis */
 	Size		max_memory;
@@ -230,7 +243,7 @@ typedef struct EddyJoinState
 } EddyJoinState;
 
 static EddyTuple *join_tuples(EddyJoinState *js, JModule *m, int dir,
-							  EddyTuple *probe, EddyTuple *u);
+							  EddyTuple *probe, void *payload);
 static inline bool join_keys(EddyJoinState *js, JModule *m, int side,
 							 EddyTuple *t, Datum *values, EddyArena *arena);
 
@@ -256,40 +269,51 @@ check_memory(EddyJoinState *js)
 				 errhint("Raise eddy.max_memory, or work_mem / hash_mem_multiplier when eddy.max_memory is -1.")));
 }
 
-/* Bytes of a row header of source src (its hash slots included) */
+/* Bytes of a row header of source src: hash slots, and null flags when inline */
 static inline Size
-row_header_size(JSource *src)
+row_header_size(JSource *src, bool inline_nulls)
 {
-	return MAXALIGN(offsetof(EddyRow, hash) + sizeof(uint32) * src->nhash);
+	return MAXALIGN(offsetof(EddyRow, hash) + sizeof(uint32) * src->nhash +
+					(inline_nulls ? src->ncols : 0));
 }
 
 /*
  * A row of source src from values/isnull, in one allocation from the
- * arena: header, values, nulls, then the by-reference values' bytes.
+ * arena (see EddyRow).  A transient row gets its row_persistent pointer.
  */
 static EddyRow *
-make_row(EddyArena *arena, JSource *src, Datum *values, bool *isnull)
+make_row(EddyArena *arena, JSource *src, Datum *values, bool *isnull,
+		 bool transient)
 {
-	Size		hsize = row_header_size(src);
-	Size		size = hsize +
-		MAXALIGN(src->ncols * sizeof(Datum)) + MAXALIGN(src->ncols * sizeof(bool));
+	Size		prefix = transient ? sizeof(EddyRow *) : 0;
+	Size		hsize = row_header_size(src, true);
+	Size		size = prefix + hsize + src->ncols * sizeof(Datum);
 	EddyRow    *row;
 	char	   *data;
 	int			c;
 
-	for (c = 0; c < src->ncols; c++)
-		if (!isnull[c] && !src->typbyval[c])
-			size += MAXALIGN(datumGetSize(values[c], false, src->typlen[c]));
-	row = EddyArenaAlloc(arena, size);
-	row->persistent = NULL;
+	if (!src->byval_only)
+		for (c = 0; c < src->ncols; c++)
+			if (!isnull[c] && !src->typbyval[c])
+				size += MAXALIGN(datumGetSize(values[c], false, src->typlen[c]));
+	row = (EddyRow *) ((char *) EddyArenaAlloc(arena, size) + prefix);
+	if (transient)
+		row_persistent(row) = NULL;
 	row->in_state = false;
 	row->hvalid = 0;
+	row->isnull = (bool *) ((char *) row + offsetof(EddyRow, hash) +
+							sizeof(uint32) * src->nhash);
 	row->values = (Datum *) ((char *) row + hsize);
-	row->isnull = (bool *) ((char *) row->values + MAXALIGN(src->ncols * sizeof(Datum)));
-	data = (char *) row->isnull + MAXALIGN(src->ncols * sizeof(bool));
+	memcpy(row->isnull, isnull, sizeof(bool) * src->ncols);
+	if (src->byval_only)
+	{
+		/* the common case of integer keys and columns */
+		memcpy(row->values, values, sizeof(Datum) * src->ncols);
+		return row;
+	}
+	data = (char *) (row->values + src->ncols);
 	for (c = 0; c < src->ncols; c++)
 	{
-		row->isnull[c] = isnull[c];
 		if (isnull[c] || src->typbyval[c])
 			row->values[c] = values[c];
 		else
@@ -316,14 +340,14 @@ persist_row(EddyJoinState *js, int i, EddyRow *row)
 
 	if (row->in_state)
 		return row;
-	if (row->persistent != NULL)
-		return row->persistent;
-	copy = make_row(&js->state, src, row->values, row->isnull);
+	if (row_persistent(row) != NULL)
+		return row_persistent(row);
+	copy = make_row(&js->state, src, row->values, row->isnull, false);
 	copy->in_state = true;
 	copy->hvalid = row->hvalid;
 	if (row->hvalid != 0)
 		memcpy(copy->hash, row->hash, sizeof(uint32) * src->nhash);
-	row->persistent = copy;
+	row_persistent(row) = copy;
 	return copy;
 }
 
@@ -353,6 +377,61 @@ store_tuple(EddyJoinState *js, EddyTuple *t)
 		bits &= bits - 1;
 	}
 	return s;
+}
+
+/*
+ * What a STAIR keeps.  A tuple that is one fresh source row (one relation,
+ * no module done), by far the most common, is kept as its row alone, the
+ * pointer tagged in its low bit: no tuple header, no row-pointer array, so
+ * a STAIR's entries are about as small as a hash join's.  A STAIR's rows
+ * are all of the relation on its side of the join.
+ */
+#define STORED_ROW_TAG	((uintptr_t) 1)
+
+static inline bool
+stored_is_row(void *payload)
+{
+	return ((uintptr_t) payload & STORED_ROW_TAG) != 0;
+}
+
+static inline EddyRow *
+stored_row(void *payload)
+{
+	return (EddyRow *) ((uintptr_t) payload & ~STORED_ROW_TAG);
+}
+
+/*
+ * Store tuple t for side dir of join m: returns the STAIR payload, and in
+ * *view (unless NULL) a tuple whose rows are the stored ones, for the keys
+ * and the probe (transient when the payload is a tagged row).
+ */
+static void *
+store_for_join(EddyJoinState *js, JModule *m, int dir, EddyTuple *t,
+			   EddyTuple **view)
+{
+	int			rel = m->rel[dir];
+	EddyTuple  *stored;
+
+	if (t->done == 0 && t->spans == (1u << rel))
+	{
+		EddyRow    *row = persist_row(js, rel, t->rows[rel]);
+		EddyTuple  *v;
+
+		if (view == NULL)
+			return (void *) ((uintptr_t) row | STORED_ROW_TAG);
+		v = alloc_tuple(js, &js->transient);
+
+		v->spans = t->spans;
+		v->done = 0;
+		memset(v->rows, 0, sizeof(EddyRow *) * js->nsources);
+		v->rows[rel] = row;
+		*view = v;
+		return (void *) ((uintptr_t) row | STORED_ROW_TAG);
+	}
+	stored = store_tuple(js, t);
+	if (view != NULL)
+		*view = stored;
+	return stored;
 }
 
 /* A by-reference datum copied into the arena */
@@ -398,6 +477,7 @@ fill_slot(EddyJoinState *js, EddyTuple *t)
 			isnull[c] = row->isnull[c];
 		}
 		js->loaded[i] = row;
+		js->loaded_any = true;
 	}
 	ExecStoreVirtualTuple(slot);
 }
@@ -494,6 +574,34 @@ init_hash_slots(EddyJoinState *js)
 			}
 			if (m->hslot[side] < 0 && src->nhash < EDDY_MAX_HASH_SLOTS)
 				m->hslot[side] = src->nhash++;
+		}
+	}
+
+	/* per slot, the STAIRs a row's hash probes: prefetched together */
+	for (mi = 0; mi < js->nsources; mi++)
+	{
+		JSource    *src = &js->sources[mi];
+
+		src->nslot_stairs = palloc0(sizeof(int) * Max(src->nhash, 1));
+		src->slot_stairs = palloc0(sizeof(Stair **) * Max(src->nhash, 1));
+	}
+	for (mi = 0; mi < js->nmodules; mi++)
+	{
+		JModule    *m = &js->modules[mi];
+		int			side;
+
+		if (m->type != EDDY_MODULE_HASH_JOIN)
+			continue;
+		for (side = 0; side < 2; side++)
+		{
+			JSource    *src = &js->sources[m->rel[side]];
+			int			h = m->hslot[side];
+
+			if (h < 0)
+				continue;
+			if (src->slot_stairs[h] == NULL)
+				src->slot_stairs[h] = palloc(sizeof(Stair *) * 2 * js->nmodules);
+			src->slot_stairs[h][src->nslot_stairs[h]++] = m->stair[1 - side];
 		}
 	}
 }
@@ -594,12 +702,15 @@ EddyJoinBegin(CustomScanState *node, EState *estate, int eflags)
 		src->ncols = intVal(lthird(s));
 		src->typlen = palloc(sizeof(int16) * Max(src->ncols, 1));
 		src->typbyval = palloc(sizeof(bool) * Max(src->ncols, 1));
+		src->byval_only = true;
 		for (c = 0; c < src->ncols; c++)
 		{
 			Form_pg_attribute att = TupleDescAttr(wide_desc, src->first_col + c);
 
 			src->typlen[c] = att->attlen;
 			src->typbyval[c] = att->attbyval;
+			if (!att->attbyval)
+				src->byval_only = false;
 		}
 		if (src->method == EDDY_SOURCE_SCAN)
 		{
@@ -1039,9 +1150,15 @@ join_keys(EddyJoinState *js, JModule *m, int side, EddyTuple *t, Datum *values,
 	return join_keys_computed(js, m, side, t, values, arena);
 }
 
-/* The hash of t's side `side` keys of join m, computed once per row slot */
+/*
+ * The hash of t's side `side` keys of join m, computed once per row slot.
+ * When it is computed, the buckets of every STAIR that the slot's hash will
+ * probe are prefetched: a tuple at the centre of a star probes them one
+ * after the other, and their cache misses then overlap instead of adding
+ * up (the probes' cost was mostly those misses).
+ */
 static inline uint32
-join_hash(JModule *m, int side, EddyTuple *t, Datum *keys)
+join_hash(EddyJoinState *js, JModule *m, int side, EddyTuple *t, Datum *keys)
 {
 	int			slot = m->hslot[side];
 	EddyRow    *row;
@@ -1058,6 +1175,19 @@ join_hash(JModule *m, int side, EddyTuple *t, Datum *keys)
 	StairKeysHash(&m->keys, side, keys, NULL, &hash);
 	row->hash[slot] = hash;
 	row->hvalid |= 1u << slot;
+	{
+		JSource    *src = &js->sources[m->rel[side]];
+		int			n = src->nslot_stairs[slot];
+
+		if (n > 1)
+		{
+			Stair	  **stairs = src->slot_stairs[slot];
+			int			i;
+
+			for (i = 0; i < n; i++)
+				__builtin_prefetch(&stairs[i]->buckets[hash & (stairs[i]->nbuckets - 1)]);
+		}
+	}
 	return hash;
 }
 
@@ -1069,14 +1199,14 @@ join_hash(JModule *m, int side, EddyTuple *t, Datum *keys)
  */
 static inline void
 stair_insert(EddyJoinState *js, JModule *m, int dir, uint32 hash, Datum *keys,
-			 EddyTuple *tuple)
+			 void *payload)
 {
 	Stair	   *stair = m->stair[dir];
 
 	if (unlikely(stair->nentries == 0 && stair->ngroups == 0))
 		StairPresize(stair, Min(m->est_rows[dir],
 								(double) js->max_memory / 4 / sizeof(void *)));
-	StairInsert(stair, hash, keys, tuple);
+	StairInsert(stair, hash, keys, payload);
 	if (unlikely((++js->inserts & 63) == 0))
 		check_memory(js);
 }
@@ -1096,6 +1226,7 @@ start_join(EddyJoinState *js, JModule *m, int dir, EddyTuple *t)
 	uint32		hash;
 	JFrame	   *f;
 	EddyTuple  *probe;
+	void	   *payload;
 	Stair	   *other;
 
 	if (m->type == EDDY_MODULE_INDEX_JOIN)
@@ -1127,7 +1258,7 @@ start_join(EddyJoinState *js, JModule *m, int dir, EddyTuple *t)
 	{
 		if (!join_keys(js, m, dir, t, keys, &js->transient))
 			return NULL;
-		hash = join_hash(m, dir, t, keys);
+		hash = join_hash(js, m, dir, t, keys);
 		if (other->nentries > 0)
 		{
 			StairProbe	sp;
@@ -1138,21 +1269,25 @@ start_join(EddyJoinState *js, JModule *m, int dir, EddyTuple *t)
 			if (u != NULL)
 				return join_tuples(js, m, dir, t, u);
 		}
-		probe = store_tuple(js, t);
 		/* by-reference keys must point into the stored rows */
-		if (!m->byvalkeys[dir] &&
-			!join_keys(js, m, dir, probe, keys, &js->state))
-			return NULL;
-		stair_insert(js, m, dir, hash, keys, probe);
+		if (m->byvalkeys[dir])
+			payload = store_for_join(js, m, dir, t, NULL);
+		else
+		{
+			payload = store_for_join(js, m, dir, t, &probe);
+			if (!join_keys(js, m, dir, probe, keys, &js->state))
+				return NULL;
+		}
+		stair_insert(js, m, dir, hash, keys, payload);
 		return NULL;
 	}
 
 	/* the stored copy's rows hold the key values the STAIR keeps */
-	probe = store_tuple(js, t);
+	payload = store_for_join(js, m, dir, t, &probe);
 	if (!join_keys(js, m, dir, probe, keys, &js->state))
 		return NULL;
-	hash = join_hash(m, dir, probe, keys);
-	stair_insert(js, m, dir, hash, keys, probe);
+	hash = join_hash(js, m, dir, probe, keys);
+	stair_insert(js, m, dir, hash, keys, payload);
 	if (other->nentries == 0)
 		return NULL;			/* nothing to match yet */
 	f = &js->stack[js->nstack++];
@@ -1165,11 +1300,25 @@ start_join(EddyJoinState *js, JModule *m, int dir, EddyTuple *t)
 
 /* The result of joining probe (routed into m in direction dir) with u */
 static EddyTuple *
-join_tuples(EddyJoinState *js, JModule *m, int dir, EddyTuple *probe, EddyTuple *u)
+join_tuples(EddyJoinState *js, JModule *m, int dir, EddyTuple *probe, void *payload)
 {
 	EddyTuple  *r = alloc_tuple(js, &js->transient);
-	uint32		bits = u->spans;
+	EddyTuple  *u;
+	uint32		bits;
 
+	if (stored_is_row(payload))
+	{
+		int			rel = m->rel[1 - dir];
+
+		r->spans = probe->spans | (1u << rel);
+		r->done = probe->done | (UINT64CONST(1) << (m - js->modules));
+		memcpy(r->rows, probe->rows, sizeof(EddyRow *) * js->nsources);
+		r->rows[rel] = stored_row(payload);
+		m->stats[dir].out++;
+		return r;
+	}
+	u = (EddyTuple *) payload;
+	bits = u->spans;
 	r->spans = probe->spans | u->spans;
 	r->done = probe->done | u->done | (UINT64CONST(1) << (m - js->modules));
 	memcpy(r->rows, probe->rows, sizeof(EddyRow *) * js->nsources);
@@ -1246,7 +1395,7 @@ frame_next(EddyJoinState *js, JFrame *f)
 				values[c] = src->heapslot->tts_values[src->attnos[c] - 1];
 				isnull[c] = src->heapslot->tts_isnull[src->attnos[c] - 1];
 			}
-			row = make_row(&js->transient, src, values, isnull);
+			row = make_row(&js->transient, src, values, isnull, true);
 			r = alloc_tuple(js, &js->transient);
 			r->spans = probe->spans | (1u << m->rel[1]);
 			r->done = probe->done | (UINT64CONST(1) << mi);
@@ -1300,8 +1449,11 @@ read_source(EddyJoinState *js)
 		 * is gone: what a STAIR keeps is copied by persist_row.  A tuple
 		 * that finds its unique matches, or is dropped, is never copied.
 		 */
-		row = EddyArenaAlloc(&js->transient, row_header_size(src));
-		row->persistent = NULL;
+		row = (EddyRow *) ((char *) EddyArenaAlloc(&js->transient,
+												   sizeof(EddyRow *) +
+												   row_header_size(src, false)) +
+						   sizeof(EddyRow *));
+		row_persistent(row) = NULL;
 		row->in_state = false;
 		row->hvalid = 0;
 		row->values = slot->tts_values;
@@ -1342,7 +1494,11 @@ EddyJoinNext(EddyJoinState *js)
 		{
 			/* a point of stasis: nothing in flight references transient memory */
 			EddyArenaRewind(&js->transient);
-			memset(js->loaded, 0, sizeof(EddyRow *) * js->nsources);
+			if (js->loaded_any)
+			{
+				memset(js->loaded, 0, sizeof(EddyRow *) * js->nsources);
+				js->loaded_any = false;
+			}
 			t = read_source(js);
 			if (t == NULL)
 				return NULL;
