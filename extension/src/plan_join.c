@@ -969,6 +969,9 @@ eddy_plan_join_path(PlannerInfo *root, RelOptInfo *joinrel,
 	List	   *sel_prereq_rels = NIL;	/* per selection: relations whose earlier
 										 * selections must run first, or -1 */
 	int		   *first_col = palloc(sizeof(int) * jp->nrels);
+	List	  **scan_quals = palloc0(sizeof(List *) * jp->nrels);	/* restrictions
+																	 * a source's
+																	 * scan keeps */
 	int			plan_i = 0;
 	int			i;
 	uint32		all_rels = (jp->nrels >= 32) ? ~0u : ((1u << jp->nrels) - 1);
@@ -988,6 +991,8 @@ eddy_plan_join_path(PlannerInfo *root, RelOptInfo *joinrel,
 		{
 			Plan	   *child = list_nth(custom_plans, plan_i);
 			List	   *routed = route_scan_quals(root, rel, child);
+
+			scan_quals[i] = list_difference_ptr(rel->baserestrictinfo, routed);
 
 			/* routed restriction clauses come first, in PostgreSQL's order */
 			foreach(lc2, routed)
@@ -1176,8 +1181,22 @@ eddy_plan_join_path(PlannerInfo *root, RelOptInfo *joinrel,
 						kexprs = lappend(kexprs, clause_side(rinfo, jp->rels[rel]->relid));
 						kops = lappend_oid(kops, op);
 					}
-					unique = ok && relation_has_unique_index_for(root, jp->rels[rel], NIL,
-																 kexprs, kops);
+					if (ok)
+					{
+						/*
+						 * relation_has_unique_index_for also counts the
+						 * rel's `column = constant` restrictions; only those
+						 * its scan keeps hold for every tuple in the STAIR
+						 * (routed ones run in the eddy, maybe after the join;
+						 * a relation reached by an index join keeps none).
+						 */
+						List	   *saved = jp->rels[rel]->baserestrictinfo;
+
+						jp->rels[rel]->baserestrictinfo = scan_quals[rel];
+						unique = relation_has_unique_index_for(root, jp->rels[rel], NIL,
+															   kexprs, kops);
+						jp->rels[rel]->baserestrictinfo = saved;
+					}
 				}
 				uniq = lappend(uniq, makeInteger(unique ? 1 : 0));
 			}
