@@ -4,7 +4,16 @@
 #                    postgresql-server-dev-15 with apt when it is missing)
 #   make test        everything, on a fresh machine: system packages, the
 #                    project .venv, an assert-enabled build, a throwaway
-#                    server, pg_regress (installcheck) and pytest
+#                    server, pg_regress (installcheck), PostgreSQL's own
+#                    regression suite under eddies (below) and pytest
+#   make pgregress   PostgreSQL 15's regression suite (src/test/regress of the
+#                    15.18 source package; fetched with `apt-get source` when
+#                    missing) twice, eddy on (eddy.selection_min_cost = 0) and
+#                    off, against an assert-enabled build; fails on a crash,
+#                    an assertion failure, or a difference in results between
+#                    the two runs that tests/pgregress/expected-differences
+#                    does not list.  The whole suite takes a few minutes, so
+#                    `make test` runs all of it too (tests/pgregress/run.sh)
 #   make bench       the overhead benchmark of the TelegraphCQ study, end to
 #                    end: a non-assert build, a throwaway server with eddy
 #                    preloaded (unless DSN=... names one), the Spark loader,
@@ -24,7 +33,7 @@ VENV ?= .venv
 PYTHON ?= /usr/bin/python3
 export PG_BINDIR PG_CONFIG
 
-.PHONY: all build install test bench sysdeps venv clean
+.PHONY: all build install test pgregress bench sysdeps venv clean
 
 all: build
 
@@ -63,6 +72,14 @@ test: sysdeps venv
 	$(MAKE) -C extension clean PG_CONFIG=$(PG_CONFIG)
 	$(MAKE) -C extension install EDDY_ASSERT=1 PG_CONFIG=$(PG_CONFIG)
 	VENV=$(abspath $(VENV)) tests/run-tests.sh
+
+# The regression suite alone (make test runs it as well); results and the
+# difference report in $(PGREGRESS_WORK).
+PGREGRESS_WORK ?= /var/tmp/eddy-pgregress
+pgregress: sysdeps
+	$(MAKE) -C extension clean PG_CONFIG=$(PG_CONFIG)
+	$(MAKE) -C extension install EDDY_ASSERT=1 PG_CONFIG=$(PG_CONFIG)
+	PGREGRESS_WORK=$(PGREGRESS_WORK) tests/pgregress/run.sh
 
 # The benchmark needs a build without assertions: rebuild from clean.  With
 # DSN=... (or PGHOST/PGDATABASE in the environment) it uses that server, which
