@@ -6,7 +6,8 @@
 - Errors and interrupts: a backend that runs large eddies (joins and
   selections) and sees them end by eddy.max_memory, statement_timeout,
   pg_cancel_backend, an error raised by a routed predicate, an aborted
-  subtransaction and an aborted transaction with a half-read cursor, round
+  subtransaction, errors caught in a PL/pgSQL exception block (20 join
+  eddies in one query) and an aborted transaction with a half-read cursor, round
   after round, keeps the memory it had after the first round: memory
   contexts (pg_backend_memory_contexts) and private resident memory (RssAnon).
   Each interrupt ends the query within a few seconds.
@@ -88,6 +89,19 @@ def rbig(eddy_conn):
         ANALYZE rb1, rb2, rs;
         CREATE FUNCTION many(n int) RETURNS SETOF int LANGUAGE plpgsql ROWS 10
             AS $$ BEGIN RETURN QUERY SELECT generate_series(1, n); END $$;
+        -- n join eddies, each ended by an error caught in an exception block
+        CREATE FUNCTION caught(n int) RETURNS int LANGUAGE plpgsql AS $$
+        DECLARE k int := 0;
+        BEGIN
+            FOR i IN 1..n LOOP
+                BEGIN
+                    PERFORM count(*) FROM rb1 JOIN rb2 ON rb1.k = rb2.k
+                    WHERE 10 / (rb1.id - 3000 - i) > -100 AND delay(rb2.id, 0) >= 0;
+                EXCEPTION WHEN division_by_zero THEN k := k + 1;
+                END;
+            END LOOP;
+            RETURN k;
+        END $$;
         SET jit = off;""")
     return eddy_conn
 
@@ -154,6 +168,9 @@ def _error_round(conn, other) -> None:
     conn.execute("ROLLBACK TO SAVEPOINT s")
     assert conn.execute("SELECT 1").fetchone() == (1,)
     conn.execute("COMMIT")
+
+    # errors caught by PL/pgSQL: one query, many aborted subtransactions
+    assert conn.execute("SELECT caught(20)").fetchone() == (20,)
 
     # a cursor over a join eddy, half read, then the transaction aborts
     conn.execute("BEGIN")
