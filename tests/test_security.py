@@ -166,11 +166,14 @@ def _leaked(notices: list[str], kind: str) -> set[int]:
 
 
 @pytest.mark.parametrize("min_cost", ["0.01", "0"])
-def test_same_rows_and_no_leak_as_non_superuser(sec, min_cost):
+@pytest.mark.parametrize("join_method", ["auto", "index"])
+def test_same_rows_and_no_leak_as_non_superuser(sec, min_cost, join_method):
     """Every query gives the same rows with and without the eddy; with it,
     the eddy is in the plan, the leaky function only ever sees rows the
     policies and the barrier let through, and the policy function sees the
-    rows it sees without the eddy."""
+    rows it sees without the eddy.  With eddy.join_method = index the eddy
+    probes branches' index itself, and branches' policy becomes a selection
+    that must run before the leaky function."""
     admin, user, notices, role, _, _ = sec
     assert not admin.execute(f"SELECT rolsuper FROM pg_roles WHERE rolname = '{role}'"
                              ).fetchone()[0]
@@ -179,13 +182,17 @@ def test_same_rows_and_no_leak_as_non_superuser(sec, min_cost):
         "SELECT id FROM plain WHERE owner = 'alice' AND balance < 500 AND id % 13 <> 0")}
     branches_visible = {r[0] for r in admin.execute(
         "SELECT id FROM branches WHERE city <> 'Hidden'")}
-    set_gucs(user, selection_min_cost=min_cost)
+    set_gucs(user, selection_min_cost=min_cost, join_method=join_method)
     for name, query in QUERIES.items():
         set_gucs(user, enabled="off")
         want, notices_off = _outcome(user, query, notices)
         set_gucs(user, enabled="on")
         if name != "definer":
-            assert eddy_nodes(explain_json(user, query)), f"{name}: no eddy"
+            eddies = eddy_nodes(explain_json(user, query))
+            assert eddies, f"{name}: no eddy"
+            if name == "rls join" and join_method == "index":
+                kinds = [op["Operator Type"] for e in eddies for op in e.get("Operators", [])]
+                assert any("Index" in k for k in kinds), kinds
         got, notices_on = _outcome(user, query, notices)
         assert got == want, name
         assert got[0] == "rows" and got[1], f"{name}: {got}"
