@@ -20,6 +20,11 @@
 #                    every experiment; results and plots in docs/bench/
 #                    (BENCH_ARGS="--quick" for a smoke run; see
 #                    .venv/bin/python -m eddytools.bench --help)
+#   make load        concurrent load: LOAD_CLIENTS (8) pgbench sessions, half
+#                    with prepared statements, half with the simple protocol,
+#                    running checked eddy queries for LOAD_SECONDS (600) on an
+#                    assert-enabled build; fails on any error, crash or
+#                    backend memory growth (see python/eddytools/load.py)
 #   make clean
 #
 # Run as root on a fresh Debian 12 machine, or as a user who can install
@@ -33,7 +38,7 @@ VENV ?= .venv
 PYTHON ?= /usr/bin/python3
 export PG_BINDIR PG_CONFIG
 
-.PHONY: all build install test pgregress bench sysdeps venv clean
+.PHONY: all build install test pgregress bench load sysdeps venv clean
 
 all: build
 
@@ -104,6 +109,28 @@ bench: sysdeps venv
 	    --out $(BENCH_OUT) $(BENCH_ARGS); \
 	  status=$$?; tests/pgserver.sh stop $(BENCH_SERVER); trap - EXIT INT TERM; exit $$status; \
 	fi
+
+# Concurrent load on a throwaway server (assert-enabled build, as make test):
+# pgbench clients running checked eddy queries, backend memory sampled, the
+# server log checked for crashes.  Report in $(LOAD_SERVER)/load-report.json.
+LOAD_SECONDS ?= 600
+LOAD_CLIENTS ?= 8
+LOAD_PORT ?= 25434
+LOAD_SERVER ?= /tmp/eddy-load-server
+load: sysdeps venv
+	$(MAKE) -C extension clean PG_CONFIG=$(PG_CONFIG)
+	$(MAKE) -C extension install EDDY_ASSERT=1 PG_CONFIG=$(PG_CONFIG)
+	@trap 'tests/pgserver.sh stop $(LOAD_SERVER)' EXIT INT TERM; \
+	tests/pgserver.sh start $(LOAD_SERVER) $(LOAD_PORT) || exit 1; \
+	$(PG_BINDIR)/psql -h $(LOAD_SERVER) -p $(LOAD_PORT) -U postgres -d postgres -qAt \
+	  -c "SELECT 1 FROM pg_database WHERE datname = 'eddy_load'" | grep -q 1 || \
+	  $(PG_BINDIR)/createdb -h $(LOAD_SERVER) -p $(LOAD_PORT) -U postgres eddy_load || exit 1; \
+	$(VENV)/bin/python -m eddytools.load \
+	  --dsn "host=$(LOAD_SERVER) port=$(LOAD_PORT) user=postgres dbname=eddy_load" \
+	  --seconds $(LOAD_SECONDS) --clients $(LOAD_CLIENTS) \
+	  --server-log $(LOAD_SERVER)/server.log --pgbench $(PG_BINDIR)/pgbench \
+	  --json $(LOAD_SERVER)/load-report.json; \
+	status=$$?; tests/pgserver.sh stop $(LOAD_SERVER); trap - EXIT INT TERM; exit $$status
 
 clean:
 	$(MAKE) -C extension clean PG_CONFIG=$(PG_CONFIG)
