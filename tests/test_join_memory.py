@@ -14,9 +14,9 @@
 - Interrupts anywhere: statement_timeout at random points of eddy queries
   gives PostgreSQL's answer or a clean cancel, and no leak warning.
 
-The first large join of a backend leaves up to 64 MB of arena blocks in its
-pool (TopMemoryContext, by design: see extension/src/stair.c), so the
-baseline is taken after warm-up rounds.
+The first large join of a backend leaves up to work_mem x hash_mem_multiplier
+(at most 64 MB) of arena blocks in its pool (TopMemoryContext, by design: see
+extension/src/stair.c), so the baseline is taken after warm-up rounds.
 """
 
 from __future__ import annotations
@@ -58,6 +58,40 @@ def test_rescanned_eddy_memory_does_not_grow(eddy_conn):
     large, loops_large = _peak_kb(conn, 1000)
     assert loops_small == 20 and loops_large == 1000
     assert large <= small * 1.5 + 256, (small, large)
+
+
+def _top_context_bytes(conn) -> int:
+    return conn.execute("SELECT total_bytes FROM pg_backend_memory_contexts "
+                        "WHERE name = 'TopMemoryContext'").fetchone()[0]
+
+
+def test_backend_keeps_at_most_one_hash_tables_memory(eddy_conn):
+    """After a join eddy with tens of MB of state, the backend keeps at most
+    work_mem x hash_mem_multiplier of arena blocks for the next query (in
+    TopMemoryContext), not the whole state; with a larger work_mem it keeps
+    more, up to that limit."""
+    conn = eddy_conn
+    conn.execute("""
+        CREATE TABLE pa AS SELECT g AS id, md5(g::text) AS s FROM generate_series(1, 150000) g;
+        CREATE TABLE pb AS SELECT g AS id, md5(g::text) AS s FROM generate_series(1, 150000) g;
+        ANALYZE pa, pb;
+    """)
+    set_gucs(conn, join_method="hash", max_memory="512MB")
+    conn.execute("SET enable_mergejoin = off")
+    conn.execute("SET enable_nestloop = off")
+    query = "SELECT count(*), max(pa.s || pb.s) FROM pa JOIN pb ON pa.id = pb.id"
+    conn.execute("SET work_mem = '1MB'")
+    conn.execute("SET hash_mem_multiplier = 2")
+    before = _top_context_bytes(conn)
+    plan = explain_json(conn, query, analyze=True)
+    (eddy,) = eddy_nodes(plan)
+    assert eddy["Peak Memory"] > 20 * 1024, eddy["Peak Memory"]  # kB
+    kept = _top_context_bytes(conn) - before
+    assert kept <= 2 * 1024 * 1024 + 256 * 1024, kept
+    conn.execute("SET work_mem = '16MB'")
+    explain_json(conn, query, analyze=True)
+    kept_large = _top_context_bytes(conn) - before
+    assert 4 * 1024 * 1024 < kept_large <= 32 * 1024 * 1024 + 256 * 1024, kept_large
 
 
 # ---------------------------------------------------------------------------
