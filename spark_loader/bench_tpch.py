@@ -248,7 +248,8 @@ def _copy_file(conn: psycopg.Connection, target: sql.Identifier, path: Path,
         return cur.rowcount
 
 
-def spark_run(dsn: str, sf: str, extra: list[str], workdir: Path) -> dict:
+def spark_run(dsn: str, sf: str, extra: list[str], workdir: Path,
+              checkout: str | None = None) -> dict:
     """``python -m spark_loader tpch`` in a subprocess; its wall time and summary."""
     with connect(dsn) as conn:
         reset_schema(conn, SPARK_SCHEMA)
@@ -261,7 +262,11 @@ def spark_run(dsn: str, sf: str, extra: list[str], workdir: Path) -> dict:
         postmaster = postmaster_pid(conn)
     with CpuMeter(dbname, postmaster) as meter:
         t0 = time.monotonic()
-        result = subprocess.run(cmd, check=False, capture_output=True, text=True)
+        env = None
+        if checkout:             # another version of spark_loader, for before/after
+            env = {**os.environ, "PYTHONPATH": checkout}
+        result = subprocess.run(cmd, check=False, capture_output=True, text=True,
+                                cwd=checkout, env=env)
         seconds = time.monotonic() - t0
     if result.returncode != 0:
         raise LoaderError(f"spark_loader failed ({result.returncode}):\n{result.stderr}")
@@ -298,6 +303,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="for the baseline's index builds, as the loader's default")
     parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")
     parser.add_argument("--keep", action="store_true", help="keep the files")
+    parser.add_argument("--compare-with", metavar="CHECKOUT",
+                        help="also run the spark_loader of another checkout (e.g. an older "
+                             "commit's worktree) in every round, for before/after figures")
     parser.add_argument("loader_args", nargs=argparse.REMAINDER,
                         help="after '--': extra spark_loader options (e.g. --part-size 128)")
     args = parser.parse_args(argv)
@@ -333,11 +341,20 @@ def main(argv: list[str] | None = None) -> int:
               f"{'server-side from the files' if server_side else 'streamed from the files'}",
               file=sys.stderr)
         runs: list[dict] = []
+        compared: list[dict] = []
         load_start = loadavg()
         for i in range(args.repeat):
             load = loadavg()
             base = baseline(conn, args.sf, files, server_side, args.maintenance_work_mem)
             spark = spark_run(dsn, args.sf, extra, workdir)
+            if args.compare_with:
+                other = spark_run(dsn, args.sf, [], workdir, args.compare_with)
+                compared.append(other)
+                kinds = sorted(other["cpu_by_kind"].items())
+                print(f"run {i + 1}: spark_loader of {args.compare_with} {other['total']:.1f} s "
+                      f"(cpu {other['cpu']:.1f} s: "
+                      f"{', '.join(f'{k} {v:.1f}' for k, v in kinds)}; "
+                      f"ratio {other['total'] / base['copy']:.2f})", file=sys.stderr)
             runs.append({"baseline": base, "spark": spark, "loadavg_before": load,
                          "loadavg_after": loadavg(),
                          "ratio": spark["total"] / base["copy"]})
@@ -376,6 +393,7 @@ def main(argv: list[str] | None = None) -> int:
                    "spark_total": spark_median, "spark_staged": load_median},
         "ratio_best": spark_best / copy_best, "ratio_median": spark_median / copy_median,
         "loadavg_start": load_start, "loadavg_end": load_end,
+        "compared": {"checkout": args.compare_with, "runs": compared},
     }
     best_copy = min(runs, key=lambda r: r["baseline"]["copy"])["baseline"]
     best_spark = min(runs, key=lambda r: r["spark"]["total"])["spark"]
@@ -410,6 +428,11 @@ def main(argv: list[str] | None = None) -> int:
         f"(best); all rows in staging / plain COPY: {load_best / copy_best:.2f} (best)"),
         f"load average (1, 5, 15 min) at the start {load_start}, at the end {load_end}",
     ]
+    if compared:
+        totals = [c["total"] for c in compared]
+        lines.insert(6, line("spark_loader of --compare-with", totals))
+        lines.insert(-1, "--compare-with / plain COPY per run: " + ", ".join(
+            f"{c / r['baseline']['copy']:.2f}" for c, r in zip(totals, runs, strict=True)))
     print("\n".join(lines))
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
