@@ -63,9 +63,11 @@ class CpuMeter:
 
     INTERVAL = 0.2
 
-    def __init__(self, dbname: str) -> None:
+    def __init__(self, dbname: str, postmaster: int | None = None) -> None:
         self.tag = f" {dbname} "
+        self.postmaster = postmaster      # only its children count as the server's
         self.ours = self.others = 0.0
+        self.by_kind: dict[str, float] = {}     # ours, per kind of process
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._hz = os.sysconf("SC_CLK_TCK")
@@ -90,7 +92,8 @@ class CpuMeter:
     def _ours(self, procs: dict[int, tuple[int, str, float]]) -> set[int]:
         me = os.getpid()
         ours = {pid for pid, (_, cmd, _) in procs.items()
-                if cmd.startswith("postgres: ") and self.tag in cmd}
+                if cmd.startswith("postgres: ") and self.tag in cmd
+                and self.postmaster in (None, procs[pid][0])}
         for pid in procs:                      # descendants of this process
             p, seen = pid, 0
             while p > 1 and seen < 64:
@@ -104,6 +107,17 @@ class CpuMeter:
                  and cmd.split()[-1] in leaders}
         return ours
 
+    @staticmethod
+    def kind(cmd: str) -> str:
+        if cmd.startswith("postgres: "):
+            return "postgres"
+        exe = os.path.basename(cmd.split(" ", 1)[0])
+        if exe == "java":
+            return "jvm"
+        if exe.startswith("tpchgen"):
+            return "tpchgen"
+        return "python" if exe.startswith("python") else exe
+
     def _run(self) -> None:
         before = self._sample()
         while not self._stop.wait(self.INTERVAL):
@@ -113,6 +127,8 @@ class CpuMeter:
                 delta = cpu - before[pid][2] if pid in before else cpu
                 if pid in ours:
                     self.ours += max(delta, 0.0)
+                    kind = self.kind(now[pid][1])
+                    self.by_kind[kind] = self.by_kind.get(kind, 0.0) + max(delta, 0.0)
                 else:
                     self.others += max(delta, 0.0)
             before = now
@@ -124,6 +140,20 @@ class CpuMeter:
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
         self._thread.join()
+
+
+def postmaster_pid(conn: psycopg.Connection) -> int | None:
+    """The server's postmaster, when the server runs on this machine (else None)."""
+    backend = conn.info.backend_pid
+    try:
+        with open(f"/proc/{backend}/stat") as f:
+            stat = f.read()
+        with open(f"/proc/{backend}/cmdline", "rb") as f:
+            if not f.read().startswith(b"postgres: "):
+                return None
+    except OSError:
+        return None
+    return int(stat[stat.rindex(")") + 2:].split()[1])
 
 
 def generate_files(sf: str, workdir: Path) -> dict[str, Path]:
@@ -179,7 +209,7 @@ def baseline(conn: psycopg.Connection, sf: str, files: dict[str, Path], server_s
         conn.execute(sql.SQL("CREATE TABLE {} ({})").format(
             sql.Identifier(COPY_SCHEMA, spec.name), cols))
     rows = 0
-    with CpuMeter(conn.info.dbname) as meter:
+    with CpuMeter(conn.info.dbname, postmaster_pid(conn)) as meter:
         t0 = time.monotonic()
         for spec in specs:
             rows += _copy_file(conn, sql.Identifier(COPY_SCHEMA, spec.name), files[spec.name],
@@ -201,7 +231,7 @@ def baseline(conn: psycopg.Connection, sf: str, files: dict[str, Path], server_s
     index_seconds = time.monotonic() - t0
     conn.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(COPY_SCHEMA)))
     return {"copy": copy_seconds, "indexes": index_seconds, "rows": rows,
-            "cpu": meter.ours, "other_cpu": meter.others}
+            "cpu": meter.ours, "other_cpu": meter.others, "cpu_by_kind": meter.by_kind}
 
 
 def _copy_file(conn: psycopg.Connection, target: sql.Identifier, path: Path,
@@ -218,7 +248,8 @@ def _copy_file(conn: psycopg.Connection, target: sql.Identifier, path: Path,
         return cur.rowcount
 
 
-def spark_run(dsn: str, sf: str, extra: list[str], workdir: Path) -> dict:
+def spark_run(dsn: str, sf: str, extra: list[str], workdir: Path,
+              checkout: str | None = None) -> dict:
     """``python -m spark_loader tpch`` in a subprocess; its wall time and summary."""
     with connect(dsn) as conn:
         reset_schema(conn, SPARK_SCHEMA)
@@ -227,9 +258,15 @@ def spark_run(dsn: str, sf: str, extra: list[str], workdir: Path) -> dict:
            "--schema", SPARK_SCHEMA, "--force", "--quiet", "--summary-json", str(summary),
            *extra]
     dbname = psycopg.conninfo.conninfo_to_dict(dsn)["dbname"]
-    with CpuMeter(dbname) as meter:
+    with connect(dsn) as conn:
+        postmaster = postmaster_pid(conn)
+    with CpuMeter(dbname, postmaster) as meter:
         t0 = time.monotonic()
-        result = subprocess.run(cmd, check=False, capture_output=True, text=True)
+        env = None
+        if checkout:             # another version of spark_loader, for before/after
+            env = {**os.environ, "PYTHONPATH": checkout}
+        result = subprocess.run(cmd, check=False, capture_output=True, text=True,
+                                cwd=checkout, env=env)
         seconds = time.monotonic() - t0
     if result.returncode != 0:
         raise LoaderError(f"spark_loader failed ({result.returncode}):\n{result.stderr}")
@@ -240,11 +277,16 @@ def spark_run(dsn: str, sf: str, extra: list[str], workdir: Path) -> dict:
     last_part = max((p["start"] + p["seconds"] for p in report["parts"]), default=0.0)
     staged = timings.get("prepare", 0.0) + timings.get("spark_start", 0.0) + last_part
     return {"total": seconds, "staged": staged, "rows": report["loaded_rows"],
-            "timings": timings, "cpu": meter.ours, "other_cpu": meter.others}
+            "timings": timings, "cpu": meter.ours, "other_cpu": meter.others,
+            "cpu_by_kind": meter.by_kind}
 
 
 def summarize(values: list[float]) -> tuple[float, float]:
     return min(values), statistics.median(values)
+
+
+def loadavg() -> str:
+    return " ".join(f"{v:.2f}" for v in os.getloadavg())
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -255,11 +297,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dsn", default="", help="target database (default: PG* environment)")
     parser.add_argument("--sf", default="1", help="scale factor (default: 1)")
     parser.add_argument("--repeat", type=int, default=3, help="runs of each (default: 3)")
-    parser.add_argument("--workdir", help="directory for the files (default: a temporary one)")
+    parser.add_argument("--workdir", help="directory for the files, kept and reused by later "
+                        "runs with the same --workdir and --sf (default: a temporary one)")
     parser.add_argument("--maintenance-work-mem", default="512MB",
                         help="for the baseline's index builds, as the loader's default")
     parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")
     parser.add_argument("--keep", action="store_true", help="keep the files")
+    parser.add_argument("--compare-with", metavar="CHECKOUT",
+                        help="also run the spark_loader of another checkout (e.g. an older "
+                             "commit's worktree) in every round, for before/after figures")
     parser.add_argument("loader_args", nargs=argparse.REMAINDER,
                         help="after '--': extra spark_loader options (e.g. --part-size 128)")
     args = parser.parse_args(argv)
@@ -282,7 +328,12 @@ def main(argv: list[str] | None = None) -> int:
     workdir.chmod(0o755)
     try:
         t0 = time.monotonic()
-        files = generate_files(args.sf, workdir)
+        files = {t: workdir / f"{t}.tbl" for t in tpch.TABLES}
+        stamp = workdir / "scale-factor"
+        if not (args.workdir and stamp.is_file() and stamp.read_text() == args.sf
+                and all(p.is_file() for p in files.values())):
+            files = generate_files(args.sf, workdir)   # else: kept by an earlier --workdir run
+            stamp.write_text(args.sf)
         gen_seconds = time.monotonic() - t0
         text_bytes = sum(p.stat().st_size for p in files.values())
         print(f"files: {text_bytes / 1e9:.2f} GB of COPY text in {gen_seconds:.1f} s "
@@ -290,17 +341,33 @@ def main(argv: list[str] | None = None) -> int:
               f"{'server-side from the files' if server_side else 'streamed from the files'}",
               file=sys.stderr)
         runs: list[dict] = []
+        compared: list[dict] = []
+        load_start = loadavg()
         for i in range(args.repeat):
-            load = os.getloadavg()[0]
+            load = loadavg()
             base = baseline(conn, args.sf, files, server_side, args.maintenance_work_mem)
             spark = spark_run(dsn, args.sf, extra, workdir)
-            runs.append({"baseline": base, "spark": spark, "loadavg_before": load})
+            if args.compare_with:
+                other = spark_run(dsn, args.sf, [], workdir, args.compare_with)
+                compared.append(other)
+                kinds = sorted(other["cpu_by_kind"].items())
+                print(f"run {i + 1}: spark_loader of {args.compare_with} {other['total']:.1f} s "
+                      f"(cpu {other['cpu']:.1f} s: "
+                      f"{', '.join(f'{k} {v:.1f}' for k, v in kinds)}; "
+                      f"ratio {other['total'] / base['copy']:.2f})", file=sys.stderr)
+            runs.append({"baseline": base, "spark": spark, "loadavg_before": load,
+                         "loadavg_after": loadavg(),
+                         "ratio": spark["total"] / base["copy"]})
             print(f"run {i + 1}: plain COPY {base['copy']:.1f} s (cpu {base['cpu']:.1f} s, "
                   f"other processes {base['other_cpu']:.1f} s; + keys/indexes/ANALYZE "
                   f"{base['indexes']:.1f} s), spark_loader {spark['total']:.1f} s (cpu "
-                  f"{spark['cpu']:.1f} s, other processes {spark['other_cpu']:.1f} s) "
+                  f"{spark['cpu']:.1f} s: "
+                  f"{', '.join(f'{k} {v:.1f}' for k, v in sorted(spark['cpu_by_kind'].items()))}"
+                  f"; other processes {spark['other_cpu']:.1f} s) "
                   f"{json.dumps({k: round(v, 1) for k, v in spark['timings'].items()})}, "
-                  f"load average before {load:.2f}", file=sys.stderr)
+                  f"ratio {runs[-1]['ratio']:.2f}, load average before {load}, after "
+                  f"{runs[-1]['loadavg_after']}", file=sys.stderr)
+        load_end = loadavg()
     except (LoaderError, psycopg.Error, subprocess.CalledProcessError) as exc:
         message = explain_connect_error(args.dsn, exc) if isinstance(
             exc, psycopg.OperationalError) else str(exc)
@@ -325,6 +392,8 @@ def main(argv: list[str] | None = None) -> int:
         "median": {"copy": copy_median, "copy_indexes": full_median,
                    "spark_total": spark_median, "spark_staged": load_median},
         "ratio_best": spark_best / copy_best, "ratio_median": spark_median / copy_median,
+        "loadavg_start": load_start, "loadavg_end": load_end,
+        "compared": {"checkout": args.compare_with, "runs": compared},
     }
     best_copy = min(runs, key=lambda r: r["baseline"]["copy"])["baseline"]
     best_spark = min(runs, key=lambda r: r["spark"]["total"])["spark"]
@@ -333,23 +402,37 @@ def main(argv: list[str] | None = None) -> int:
         f"{settings.get('server_version')}, fsync={settings.get('fsync')}, "
         f"synchronous_commit={settings.get('synchronous_commit')}, "
         f"full_page_writes={settings.get('full_page_writes')}; {args.repeat} runs each"),
-        f"{'':44}{'best':>9}{'median':>9}{'rows/s':>12}{'cpu':>9}{'other cpu':>11}",
+        f"{'':44}{'best':>9}{'median':>9}{'worst':>9}{'rows/s':>12}{'cpu':>9}"
+        f"{'other cpu':>11}",
     ]
 
-    def line(label: str, best: float, median: float, run: dict | None = None) -> str:
+    def line(label: str, values: list[float], run: dict | None = None) -> str:
+        best, median = summarize(values)
         cpu = f"{run['cpu']:8.1f}s{run['other_cpu']:10.1f}s" if run else ""
-        return f"{label:44}{best:8.1f}s{median:8.1f}s{rows / best:12,.0f}{cpu}"
+        return (f"{label:44}{best:8.1f}s{median:8.1f}s{max(values):8.1f}s"
+                f"{rows / best:12,.0f}{cpu}")
 
+    ratios = [r["ratio"] for r in runs]
     lines += [
-        line("plain COPY per table, from files", copy_best, copy_median, best_copy),
-        line("plain COPY + same keys/indexes/ANALYZE", full_best, full_median),
-        line("spark_loader, whole command", spark_best, spark_median, best_spark),
-        line("  all rows in staging: Spark start+gen+COPY", load_best, load_median),
-        (f"spark_loader / plain COPY: {spark_best / copy_best:.2f} (best), "
-        f"{spark_median / copy_median:.2f} (median); goal <= 1.5"),
+        line("plain COPY per table, from files", [r["baseline"]["copy"] for r in runs],
+             best_copy),
+        line("plain COPY + same keys/indexes/ANALYZE",
+             [r["baseline"]["copy"] + r["baseline"]["indexes"] for r in runs]),
+        line("spark_loader, whole command", [r["spark"]["total"] for r in runs], best_spark),
+        line("  all rows in staging: Spark start+gen+COPY",
+             [r["spark"]["staged"] for r in runs]),
+        (f"spark_loader / plain COPY: {spark_best / copy_best:.2f} (best / best), "
+        f"{spark_median / copy_median:.2f} (median / median); per run (side by side) "
+        f"{', '.join(f'{x:.2f}' for x in ratios)}; goal <= 1.5"),
         (f"spark_loader / (plain COPY + keys/indexes/ANALYZE): {spark_best / full_best:.2f} "
         f"(best); all rows in staging / plain COPY: {load_best / copy_best:.2f} (best)"),
+        f"load average (1, 5, 15 min) at the start {load_start}, at the end {load_end}",
     ]
+    if compared:
+        totals = [c["total"] for c in compared]
+        lines.insert(6, line("spark_loader of --compare-with", totals))
+        lines.insert(-1, "--compare-with / plain COPY per run: " + ", ".join(
+            f"{c / r['baseline']['copy']:.2f}" for c, r in zip(totals, runs, strict=True)))
     print("\n".join(lines))
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=2) + "\n")

@@ -44,7 +44,6 @@ from spark_loader.tasks import PartResult, Unit, load_partition
 
 DEFAULT_PART_MB = 64.0
 TPCH_PART_MB = 384.0
-BUNDLE_FRACTION = 32        # whole TPC-H tables below part size / this share a task
 
 
 @dataclass
@@ -186,8 +185,9 @@ def load(request: LoadRequest, spark=None) -> Report:
 
 
 def _bundles(request: LoadRequest, todo: list[pg.Plan]) -> list[tuple[Unit, ...]]:
-    """The Spark tasks: one part of a table each, except that whole TPC-H tables smaller
-    than 1/32 of a part share a task (one generator run, see :mod:`tpch`)."""
+    """The Spark tasks: one part of a table each, except that whole TPC-H tables (not
+    cut into parts) share tasks of up to a part's size: one generator run for all of
+    them, each table streamed into its own COPY (see :mod:`tpch`)."""
     work: list[Unit] = []
     for plan in todo:
         fail = None
@@ -195,8 +195,7 @@ def _bundles(request: LoadRequest, todo: list[pg.Plan]) -> list[tuple[Unit, ...]
             fail = request.inject_failure[1]
         work += units(plan.spec, request.schema, plan.staging, plan.ledger,
                       request.part_bytes, fail_part=fail)
-    small = [u for u in work if u.generator == "tpch" and u.nparts == 1
-             and u.est_bytes <= request.part_bytes // BUNDLE_FRACTION]
+    small = [u for u in work if u.generator == "tpch" and u.nparts == 1]
     bundled = {id(u) for u in small}
     bundles = [(u,) for u in work if id(u) not in bundled]
     current: list[Unit] = []

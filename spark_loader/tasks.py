@@ -78,16 +78,6 @@ def _chunks(unit: Unit) -> Iterator[bytes]:
     raise ValueError(f"unknown generator {unit.generator!r}")
 
 
-def _bundle_chunks(bundle: tuple[Unit, ...], workdir: str) -> Iterator[
-        tuple[Unit, Iterator[bytes]]]:
-    """For a bundle of whole small TPC-H tables: one generator run writes them all to
-    files in ``workdir`` (each run pays ~0.7 CPU-seconds of set-up), then each is read."""
-    from spark_loader import tpch
-    paths = tpch.generate_files([u.params for u in bundle], workdir)
-    for unit, path in zip(bundle, paths, strict=True):
-        yield unit, tpch.file_chunks(path)
-
-
 def _fail_midway(unit: Unit, copy, chunk: bytes, keep: int) -> None:
     """Testing: send the first ``keep`` lines of ``chunk``, then fail the task."""
     cut = 0
@@ -125,9 +115,16 @@ def copy_unit(dsn: str, unit: Unit, chunks: Iterator[bytes] | None = None) -> Pa
             return PartResult(unit.table, unit.part, rows, nbytes, crc,
                               time.monotonic() - start, started, skipped=True)
         rows = nbytes = crc = 0
+        freeze = sql.SQL("")
+        if unit.nparts == 1:
+            # the only part of its table: truncating the (empty) staging table in this
+            # transaction lets COPY write the rows frozen (no hint bits to set later by
+            # the index builds and ANALYZE) and, with wal_level = minimal, skip the WAL
+            conn.execute(sql.SQL("TRUNCATE {}").format(staging))
+            freeze = sql.SQL(", FREEZE")
         with conn.cursor() as cur:
-            copy_sql = sql.SQL("COPY {} FROM STDIN (FORMAT text, DELIMITER {})").format(
-                staging, sql.Literal(unit.delimiter))
+            copy_sql = sql.SQL("COPY {} FROM STDIN (FORMAT text, DELIMITER {}{})").format(
+                staging, sql.Literal(unit.delimiter), freeze)
             with cur.copy(copy_sql) as copy:
                 for chunk in chunks if chunks is not None else _chunks(unit):
                     lines = chunk.count(b"\n")
@@ -150,17 +147,52 @@ def copy_unit(dsn: str, unit: Unit, chunks: Iterator[bytes] | None = None) -> Pa
                       started)
 
 
+def copy_bundle(dsn: str, bundle: tuple[Unit, ...]) -> list[PartResult]:
+    """Several whole TPC-H tables from one generator run (it builds dbgen's text pool,
+    ~1 CPU-second, once for all of them), each streamed into its own ``COPY`` in its
+    own thread, connection and transaction as the generator writes it."""
+    import tempfile
+    from concurrent.futures import ThreadPoolExecutor, wait
+
+    from spark_loader import tpch
+
+    failures: list[BaseException] = []      # in the order they happened
+
+    with tempfile.TemporaryDirectory(prefix="spark_loader-") as workdir:
+        streams = tpch.TableStreams([u.params for u in bundle], workdir)
+
+        def work(unit: Unit) -> PartResult:
+            chunks = streams.chunks(unit.params["table"])
+            try:
+                result = copy_unit(dsn, unit, chunks)
+            except BaseException as exc:
+                failures.append(exc)
+                streams.close()        # the other tables end early and roll back
+                raise
+            for _ in chunks:           # a part another attempt had loaded: read it
+                pass                   # anyway, so that the generator goes on
+            return result
+
+        try:
+            with ThreadPoolExecutor(max_workers=len(bundle),
+                                    thread_name_prefix="spark_loader-copy") as pool:
+                futures = [pool.submit(work, unit) for unit in bundle]
+                wait(futures)
+            if failures:
+                raise failures[0]
+            return [f.result() for f in futures]
+        finally:
+            streams.close()
+            streams.close_unread()
+
+
 def load_partition(dsn: str, bundles: Iterable[tuple[Unit, ...]]) -> Iterator[PartResult]:
     """``mapPartitions`` body: load every bundle of the partition (normally exactly one).
 
-    A bundle is one part of one table, or several whole small TPC-H tables generated
+    A bundle is one part of one table, or several whole TPC-H tables generated
     together; each unit in it is still loaded and recorded in its own transaction."""
-    import tempfile
-
     for bundle in bundles:
         if len(bundle) == 1:
             yield copy_unit(dsn, bundle[0])
-            continue
-        with tempfile.TemporaryDirectory(prefix="spark_loader-") as workdir:
-            for unit, chunks in _bundle_chunks(bundle, workdir):
-                yield copy_unit(dsn, unit, chunks)
+        else:
+            yield from copy_bundle(dsn, bundle)

@@ -23,11 +23,16 @@ already the leading column(s) of the primary key or of another index.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import io
 import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
+import tempfile
+import threading
+from collections.abc import Iterable, Iterator
 
 # table -> ((column, type), ...); types are PostgreSQL's format_type() spellings
 _COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
@@ -122,6 +127,7 @@ MIN_SF = 0.0001            # one supplier
 MAX_SF = 100_000.0
 BIGINT_ORDERKEY_SF = 300   # 6,000,000 * sf order keys fit an int4 up to here
 READ_BYTES = 1 << 20
+PIPE_BYTES = 1 << 20
 
 
 def columns(table: str, sf: float) -> tuple[tuple[str, str], ...]:
@@ -168,37 +174,153 @@ def _command(params: dict) -> list[str]:
             "--no-progress"]
 
 
-def _lines(stream) -> Iterator[bytes]:
-    """Whole lines of ``stream`` in ~1 MB chunks, the trailing ``|`` of each removed."""
-    carry = b""
-    while data := stream.read(READ_BYTES):
-        data = carry + data
-        cut = data.rfind(b"\n") + 1
-        carry = data[cut:]
-        if cut:
-            yield data[:cut].replace(b"|\n", b"\n")
-    if carry:
+def strip_separators(pieces: Iterable[bytes]) -> Iterator[bytes]:
+    """dbgen text to COPY text: drop the ``|`` that ends every line.
+
+    ``pieces`` may be cut anywhere (not only at line ends); a ``|`` at the end of a
+    piece is held back until the next piece shows whether a newline follows it.  One
+    ``bytes.replace`` per piece, no other copy.  Raises if the text does not end with
+    a newline (a truncated generator output)."""
+    held = False
+    last = b"\n"
+    for data in pieces:
+        if not data:
+            continue
+        if held and data[:1] != b"\n":
+            yield b"|"                      # a field separator after all
+        held = data.endswith(b"|")
+        last = data[-1:]
+        if held:
+            data = data[:-1]
+        if data:
+            yield data.replace(b"|\n", b"\n")
+    if held or last != b"\n":
         raise RuntimeError("tpchgen-cli output does not end with a newline")
 
 
-def generate_files(tables: list[dict], workdir: str) -> list[str]:
-    """Write whole tables (``params`` of each, same scale factor) with one generator run;
-    returns their paths in order."""
-    names = [p["table"] for p in tables]
-    cmd = _command(tables[0]) + ["--tables", ",".join(names), "--output-dir", workdir]
-    done = subprocess.run(cmd, capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        raise RuntimeError(f"tpchgen-cli failed ({done.returncode}): {done.stderr.strip()}")
-    return [os.path.join(workdir, f"{name}.tbl") for name in names]
+def _read_pieces(stream) -> Iterator[bytes]:
+    while data := stream.read(READ_BYTES):
+        yield data
 
 
-def file_chunks(path: str) -> Iterator[bytes]:
-    """COPY text of a table file written by :func:`generate_files`; removes the file."""
-    try:
-        with open(path, "rb") as f:
-            yield from _lines(f)
-    finally:
-        os.unlink(path)
+def _widen_pipe(fd: int) -> None:
+    """A 1 MB pipe buffer (Linux): fewer wake-ups of the generator and of the reader."""
+    with contextlib.suppress(AttributeError, OSError):
+        fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
+
+
+def _check_exit(proc: subprocess.Popen, stderr: bytes | str) -> None:
+    if proc.wait() != 0:
+        err = stderr.decode(errors="replace") if isinstance(stderr, bytes) else stderr
+        raise RuntimeError(f"tpchgen-cli failed ({proc.returncode}): {err.strip()}")
+
+
+class _Fifo:
+    """A named pipe the generator writes one table into, as if it were its file.
+
+    Opened for reading at once (non-blocking, so the open does not wait), plus a
+    *hold* write end of our own: until the generator has opened its end, a read
+    would otherwise see end-of-file.  The hold is released when the first bytes
+    arrive (the generator is connected) or when the generator has exited."""
+
+    def __init__(self, path: str) -> None:
+        os.mkfifo(path, 0o600)
+        self.path = path
+        self.rfd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        self._hold: int | None = os.open(path, os.O_WRONLY)
+        os.set_blocking(self.rfd, True)
+        _widen_pipe(self.rfd)
+        self._lock = threading.Lock()
+        self.started = False
+
+    def release(self) -> None:
+        with self._lock:
+            if self._hold is not None:
+                os.close(self._hold)
+                self._hold = None
+
+    def pieces(self) -> Iterator[bytes]:
+        self.started = True
+        with os.fdopen(self.rfd, "rb", buffering=0) as raw:
+            stream = io.BufferedReader(raw, READ_BYTES)
+            first = True
+            while data := stream.read(READ_BYTES):
+                if first:
+                    self.release()
+                    first = False
+                yield data
+
+
+class TableStreams:
+    """One generator run for several whole tables, each streamed as it is written.
+
+    ``tpchgen-cli --output-dir DIR`` writes each table to ``DIR/<table>.tbl.inprogress``
+    and renames it when done; those paths are named pipes here, so every table is
+    read while it is generated, without touching the disk (if a generator version
+    wrote elsewhere, the table's regular file is read after the run instead).
+    :meth:`chunks` of each table must be consumed concurrently (one thread per
+    table), since the generator may write the tables in any order.  Every table's
+    stream ends only after the generator has exited successfully, so a failed run
+    never looks like a complete table."""
+
+    def __init__(self, tables: list[dict], workdir: str) -> None:
+        self.names = [p["table"] for p in tables]
+        self.workdir = workdir
+        self.fifos = {n: _Fifo(os.path.join(workdir, f"{n}.tbl.inprogress"))
+                      for n in self.names}
+        cmd = _command(tables[0]) + ["--tables", ",".join(self.names),
+                                     "--output-dir", workdir, "--overwrite"]
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        self._done = threading.Event()
+        self._stderr = b""
+        self._watcher = threading.Thread(target=self._watch, daemon=True)
+        self._watcher.start()
+
+    def _watch(self) -> None:
+        assert self.proc.stderr is not None
+        self._stderr = self.proc.stderr.read()
+        self.proc.wait()
+        self._done.set()
+        for fifo in self.fifos.values():     # tables never opened end now
+            fifo.release()
+
+    def chunks(self, table: str) -> Iterator[bytes]:
+        """COPY text of ``table``, from the generator as it writes it."""
+        fifo = self.fifos[table]
+        seen = False
+        for data in strip_separators(self._pieces(fifo)):
+            seen = True
+            yield data
+        if not seen:
+            raise RuntimeError(f"tpchgen-cli wrote no rows for {table}")
+
+    def _pieces(self, fifo: _Fifo) -> Iterator[bytes]:
+        got = False
+        for data in fifo.pieces():
+            got = True
+            yield data
+        self._done.wait()
+        _check_exit(self.proc, self._stderr)
+        path = os.path.join(self.workdir, os.path.basename(fifo.path).removesuffix(
+            ".inprogress"))
+        if not got and os.path.isfile(path):          # written as a regular file
+            with open(path, "rb") as f:
+                yield from _read_pieces(f)
+
+    def close(self) -> None:
+        """Stop the generator if it still runs (a table's load failed)."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self._watcher.join()
+        for fifo in self.fifos.values():
+            fifo.release()
+
+    def close_unread(self) -> None:
+        """Close the read ends nobody started reading (once no thread uses them)."""
+        for fifo in self.fifos.values():
+            if not fifo.started:
+                fifo.started = True
+                os.close(fifo.rfd)
 
 
 def chunks(params: dict, part: int, nparts: int) -> Iterator[bytes]:
@@ -209,17 +331,16 @@ def chunks(params: dict, part: int, nparts: int) -> Iterator[bytes]:
     cmd = _command(params) + ["--tables", params["table"], "--stdout"]
     if nparts > 1:
         cmd += ["--parts", str(nparts), "--part", str(part)]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    assert proc.stdout is not None
-    assert proc.stderr is not None
-    try:
-        yield from _lines(proc.stdout)
-        err = proc.stderr.read().decode(errors="replace").strip()
-        if proc.wait() != 0:
-            raise RuntimeError(f"tpchgen-cli failed ({proc.returncode}): {err}")
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        proc.stdout.close()
-        proc.stderr.close()
+    with tempfile.TemporaryFile() as errfile:
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=errfile)
+        assert proc.stdout is not None
+        _widen_pipe(proc.stdout.fileno())
+        try:
+            yield from strip_separators(_read_pieces(proc.stdout))
+            errfile.seek(0)
+            _check_exit(proc, errfile.read())
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+            proc.stdout.close()

@@ -128,6 +128,63 @@ def test_tpch_generator_parts_union_is_dbgen_output():
     assert not whole.endswith(b"|\n")
 
 
+def test_strip_separators_wherever_the_text_is_cut():
+    """The trailing ``|`` of every line is dropped however the generator's output is cut
+    into pieces (also right after a ``|``); a field separator is kept; output that does
+    not end with a newline is refused."""
+    text = b"1|A|x|\n2|B||\n3|C|y|\n"
+    expected = b"1|A|x\n2|B|\n3|C|y\n"
+    for i in range(len(text) + 1):
+        for j in range(i, len(text) + 1):
+            pieces = [text[:i], text[i:j], text[j:]]
+            assert b"".join(tpch.strip_separators(pieces)) == expected, (i, j)
+    assert b"".join(tpch.strip_separators([bytes([c]) for c in text])) == expected
+    for truncated in (text[:-1], text[:-2], b"1|A"):
+        with pytest.raises(RuntimeError, match="does not end with a newline"):
+            b"".join(tpch.strip_separators([truncated]))
+
+
+def test_tpch_table_streams_equal_single_table_output(tmp_path):
+    """One generator run for several tables, each read from its named pipe while it is
+    written (concurrently, in any order), gives each table exactly the text of a
+    generator run for that table alone."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    names = ["region", "nation", "supplier", "customer"]
+    params = [{"table": t, "sf": "0.01", "tpchgen": None} for t in names]
+    streams = tpch.TableStreams(params, str(tmp_path))
+    try:
+        with ThreadPoolExecutor(len(names)) as pool:
+            got = dict(zip(names, pool.map(
+                lambda t: b"".join(streams.chunks(t)), reversed(names)), strict=True))
+    finally:
+        streams.close()
+        streams.close_unread()
+    got = dict(zip(reversed(names), got.values(), strict=True))
+    for p in params:
+        assert got[p["table"]] == b"".join(tpch.chunks(p, 1, 1)), p["table"]
+    assert got["supplier"].count(b"\n") == 100
+    assert streams.proc.returncode == 0
+
+
+def test_tpch_table_streams_fail_when_the_generator_fails(tmp_path):
+    """A generator killed midway ends the table's stream with an error, never with what
+    looks like a complete table."""
+    streams = tpch.TableStreams([{"table": "orders", "sf": "0.1", "tpchgen": None}],
+                                str(tmp_path))
+    try:
+        chunks = streams.chunks("orders")
+        received = len(next(chunks))
+        streams.proc.kill()
+        with pytest.raises(RuntimeError, match="tpchgen-cli failed"):
+            for chunk in chunks:
+                received += len(chunk)
+        assert received < 17_000_000        # orders at SF 0.1 is 17 MB
+    finally:
+        streams.close()
+        streams.close_unread()
+
+
 def test_tpch_schema_keys_and_parts():
     """Every table has a primary key and an index for each foreign key not covered by
     another index; big tables split into parts, nation and region never do."""

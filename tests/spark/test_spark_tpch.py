@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import zlib
 
+import psycopg
 import pytest
 
 from spark_loader import tpch
@@ -73,6 +74,15 @@ def test_tpch_sf001(pg_dsn, load, tmp_path):
     analyzed = scalar(pg_dsn, "SELECT count(*) FROM pg_stats WHERE schemaname = 'public' "
                               "AND tablename = 'lineitem'")
     assert analyzed == 16
+    # a table loaded by one task (orders: one part, in a bundle) is written frozen
+    # (TRUNCATE + COPY FREEZE in the task's transaction): no hint bits left to set
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute("CREATE EXTENSION IF NOT EXISTS pageinspect")
+        flags = conn.execute("""
+            SELECT count(*), count(*) FILTER (WHERE t_infomask & 768 = 768)
+              FROM generate_series(0, pg_relation_size('orders') / 8192 - 1) AS p,
+                   heap_page_items(get_raw_page('orders', p::int))""").fetchone()
+    assert flags == (15_000, 15_000)
 
 
 def test_tpch_subset_and_prefix(pg_dsn, load):
