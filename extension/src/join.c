@@ -1186,7 +1186,10 @@ release_fresh_row(EddyJoinState *js)
 {
 	if (js->fresh_row != NULL && !js->fresh_row->kept &&
 		js->state.ptr == js->row_mark_after && js->state.end == js->row_mark_end)
+	{
+		VALGRIND_MAKE_MEM_NOACCESS(js->row_mark, js->row_mark_after - js->row_mark);
 		js->state.ptr = js->row_mark;
+	}
 	js->fresh_row = NULL;
 }
 
