@@ -11,6 +11,12 @@
 #                    every experiment; results and plots in docs/bench/
 #                    (BENCH_ARGS="--quick" for a smoke run; see
 #                    .venv/bin/python -m eddytools.bench --help)
+#   make valgrind    the pg_regress tests and a subset of pytest with the server
+#                    under valgrind's memcheck, against a PostgreSQL 15 built
+#                    with USE_VALGRIND (built once into VG_PREFIX, default
+#                    /opt/pg-valgrind, from Debian's source package); fails if
+#                    any memory error involves the extension.  Slow (not part
+#                    of make test); see tests/valgrind/run.sh
 #   make clean
 #
 # Run as root on a fresh Debian 12 machine, or as a user who can install
@@ -24,7 +30,7 @@ VENV ?= .venv
 PYTHON ?= /usr/bin/python3
 export PG_BINDIR PG_CONFIG
 
-.PHONY: all build install test bench sysdeps venv clean
+.PHONY: all build install test bench valgrind sysdeps venv clean
 
 all: build
 
@@ -87,6 +93,13 @@ bench: sysdeps venv
 	    --out $(BENCH_OUT) $(BENCH_ARGS); \
 	  status=$$?; tests/pgserver.sh stop $(BENCH_SERVER); trap - EXIT INT TERM; exit $$status; \
 	fi
+
+# Memcheck: builds its own PostgreSQL (with USE_VALGRIND) and extension there.
+# VG_PYTEST="tests/..." picks the pytest tests, VG_STRICT=1 also fails on
+# memory errors outside the extension, VG_OPTS adds valgrind options.
+VG_PREFIX ?= /opt/pg-valgrind
+valgrind: venv
+	VENV=$(abspath $(VENV)) VG_PREFIX=$(VG_PREFIX) tests/valgrind/run.sh
 
 clean:
 	$(MAKE) -C extension clean PG_CONFIG=$(PG_CONFIG)
