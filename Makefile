@@ -25,6 +25,12 @@
 #                    running checked eddy queries for LOAD_SECONDS (600) on an
 #                    assert-enabled build; fails on any error, crash or
 #                    backend memory growth (see python/eddytools/load.py)
+#   make valgrind    the pg_regress tests and a subset of pytest with the server
+#                    under valgrind's memcheck, against a PostgreSQL 15 built
+#                    with USE_VALGRIND (built once into VG_PREFIX, default
+#                    /opt/pg-valgrind, from Debian's source package); fails if
+#                    any memory error involves the extension.  Slow (not part
+#                    of make test); see tests/valgrind/run.sh
 #   make clean
 #
 # Run as root on a fresh Debian 12 machine, or as a user who can install
@@ -38,7 +44,7 @@ VENV ?= .venv
 PYTHON ?= /usr/bin/python3
 export PG_BINDIR PG_CONFIG
 
-.PHONY: all build install test pgregress bench load sysdeps venv clean
+.PHONY: all build install test pgregress bench load valgrind sysdeps venv clean
 
 all: build
 
@@ -131,6 +137,13 @@ load: sysdeps venv
 	  --server-log $(LOAD_SERVER)/server.log --pgbench $(PG_BINDIR)/pgbench \
 	  --json $(LOAD_SERVER)/load-report.json; \
 	status=$$?; tests/pgserver.sh stop $(LOAD_SERVER); trap - EXIT INT TERM; exit $$status
+
+# Memcheck: builds its own PostgreSQL (with USE_VALGRIND) and extension there.
+# VG_PYTEST="tests/..." picks the pytest tests, VG_STRICT=1 also fails on
+# memory errors outside the extension, VG_OPTS adds valgrind options.
+VG_PREFIX ?= /opt/pg-valgrind
+valgrind: venv
+	VENV=$(abspath $(VENV)) VG_PREFIX=$(VG_PREFIX) tests/valgrind/run.sh
 
 clean:
 	$(MAKE) -C extension clean PG_CONFIG=$(PG_CONFIG)

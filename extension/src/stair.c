@@ -48,9 +48,14 @@ static int	arena_pool_max = 0;
 static char *
 arena_pool_get(void)
 {
+	char	   *block;
+
 	if (arena_pool_n > 0)
 		return arena_pool[--arena_pool_n];
-	return MemoryContextAlloc(TopMemoryContext, EDDY_ARENA_BLOCK);
+	block = MemoryContextAlloc(TopMemoryContext, EDDY_ARENA_BLOCK);
+	/* objects are made accessible one by one as EddyArenaAlloc hands them out */
+	VALGRIND_MAKE_MEM_NOACCESS(block, EDDY_ARENA_BLOCK);
+	return block;
 }
 
 static void
@@ -63,7 +68,11 @@ arena_pool_put(char *block)
 	}
 	if (arena_pool_n < arena_pool_max &&
 		(size_t) (arena_pool_n + 1) * EDDY_ARENA_BLOCK <= get_hash_memory_limit())
+	{
+		/* whatever the last query left in it is gone */
+		VALGRIND_MAKE_MEM_NOACCESS(block, EDDY_ARENA_BLOCK);
 		arena_pool[arena_pool_n++] = block;
+	}
 	else
 		pfree(block);
 }
@@ -144,8 +153,9 @@ EddyArenaAllocSlow(EddyArena *arena, Size size)
 	block = arena_pool_get();
 	arena_remember(arena, &arena->blocks, &arena->nblocks, &arena->maxblocks, block);
 	arena->allocated += EDDY_ARENA_BLOCK;
-	arena->ptr = block + size;
+	arena->ptr = block + size + EDDY_ARENA_REDZONE;
 	arena->end = block + EDDY_ARENA_BLOCK;
+	VALGRIND_MAKE_MEM_UNDEFINED(block, size);
 	return block;
 }
 
@@ -167,6 +177,7 @@ EddyArenaRewind(EddyArena *arena)
 {
 	if (arena->nblocks == 1 && arena->nbigs == 0)
 	{
+		VALGRIND_MAKE_MEM_NOACCESS(arena->blocks[0], EDDY_ARENA_BLOCK);
 		arena->ptr = arena->blocks[0];
 		arena->end = arena->blocks[0] + EDDY_ARENA_BLOCK;
 		return;

@@ -33,6 +33,7 @@
 
 #include "fmgr.h"
 #include "nodes/pg_list.h"
+#include "utils/memdebug.h"
 
 /*
  * A bump allocator: memory carved from large blocks of a memory context,
@@ -61,16 +62,29 @@ extern void *EddyArenaAllocSlow(EddyArena *arena, Size size);
 extern void EddyArenaReset(EddyArena *arena);
 extern void EddyArenaRewind(EddyArena *arena);
 
+/*
+ * In a build of PostgreSQL with USE_VALGRIND, pooled blocks are no-access
+ * to memcheck except for the objects handed out (undefined until written),
+ * and every object is followed by a no-access gap of EDDY_ARENA_REDZONE
+ * bytes: a read of a recycled block, or past an object's end, is reported.
+ */
+#ifdef USE_VALGRIND
+#define EDDY_ARENA_REDZONE		MAXIMUM_ALIGNOF
+#else
+#define EDDY_ARENA_REDZONE		0
+#endif
+
 static inline void *
 EddyArenaAlloc(EddyArena *arena, Size size)
 {
 	char	   *p;
 
 	size = MAXALIGN(size);
-	if (unlikely((Size) (arena->end - arena->ptr) < size))
+	if (unlikely((Size) (arena->end - arena->ptr) < size + EDDY_ARENA_REDZONE))
 		return EddyArenaAllocSlow(arena, size);
 	p = arena->ptr;
-	arena->ptr += size;
+	arena->ptr += size + EDDY_ARENA_REDZONE;
+	VALGRIND_MAKE_MEM_UNDEFINED(p, size);
 	return p;
 }
 
