@@ -714,7 +714,9 @@ EddyCreateJoinPath(PlannerInfo *root, RelOptInfo *joinrel, List *initial_rels)
 
 	/*
 	 * An index join's key clauses that the index cannot use are selections;
-	 * so are all restriction clauses of a relation nothing scans.
+	 * so are all restriction clauses of a relation nothing scans, in the
+	 * order PostgreSQL evaluates them on a scan (a clause that may raise runs
+	 * after the ones listed before it, which may guard it).
 	 */
 	for (i = 0; i < jp->nrels; i++)
 		jp->scanned[i] = true;
@@ -732,7 +734,7 @@ EddyCreateJoinPath(PlannerInfo *root, RelOptInfo *joinrel, List *initial_rels)
 				selections = lappend(selections, lfirst(lc2));
 		}
 		selections = list_concat(selections,
-								 list_copy(jp->rels[e->index_into]->baserestrictinfo));
+								 EddyOrderQualClauses(root, jp->rels[e->index_into]->baserestrictinfo));
 	}
 
 	jp->edges = edges;
