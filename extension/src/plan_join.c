@@ -1006,8 +1006,13 @@ eddy_plan_join_path(PlannerInfo *root, RelOptInfo *joinrel,
 		sources = lappend(sources, source);
 	}
 
-	/* Selections over several relations, and of index-joined relations */
-	foreach(lc, jp->selections)
+	/*
+	 * Selections over several relations, and of index-joined relations, in
+	 * the order PostgreSQL evaluates clauses at one plan node (by security
+	 * level, then cost): the ones that may raise run in this order, so a
+	 * cheaper clause PostgreSQL runs first still guards a costlier one.
+	 */
+	foreach(lc, EddyOrderQualClauses(root, jp->selections))
 	{
 		RestrictInfo *rinfo = lfirst_node(RestrictInfo, lc);
 		uint32		rels = rel_mask(jp, rinfo->clause_relids);
