@@ -501,6 +501,44 @@ class FuzzQueryGenerator(JoinQueryGenerator):
                     exp.Table(this=exp.to_identifier("d"))).where(
                     outer_filter, copy=False).group_by(_num(1), copy=False)
                 top.set("with", exp.With(expressions=[cte]))
+        elif r < 0.29:
+            # the block in a derived table on the inner side of a LEFT JOIN
+            # (the block keeps its eddy; the outer join is PostgreSQL's)
+            self.features.append("left-join")
+            outs = [self._out(block.aliases, "int")] + [
+                self._out(block.aliases, "safe") for _ in range(rng.randint(0, 2))]
+            inner = block.select.select(copy=False, *self._alias_all(outs))
+            z = exp.Table(this=exp.to_identifier(rng.choice(TABLES)),
+                          alias=exp.TableAlias(this=exp.to_identifier("z")))
+            sub = exp.Subquery(this=inner, alias=exp.TableAlias(this=exp.to_identifier("d")))
+            on = exp.EQ(this=_col("d", "c0"), expression=_col("z", rng.choice(["id", "k4"])))
+            top = exp.select(*[_col("d", f"c{k}") for k in range(len(outs))],
+                             exp.alias_(_col("z", "b"), "zb")).from_(z)
+            top = top.join(sub, on=on, join_type="left", copy=False) if rng.random() < 0.5 \
+                else exp.select(*[_col("d", f"c{k}") for k in range(len(outs))],
+                                exp.alias_(_col("z", "b"), "zb")).from_(sub).join(
+                    z, on=on, join_type="left", copy=False)
+        elif r < 0.32:
+            # a correlated [NOT] EXISTS over a join block
+            negated = rng.random() < 0.5
+            self.features.append("not-exists" if negated else "exists")
+            inner_block = self._block(rng.choice([2, 3]), "v")
+            corr = exp.EQ(this=_col(inner_block.aliases[0], rng.choice(["k4", "id"])),
+                          expression=_col(rng.choice(block.aliases), rng.choice(["k4", "k8"])))
+            inner = inner_block.select.where(corr, copy=False).select(_num(1), copy=False)
+            cond: exp.Expression = exp.Exists(this=inner)
+            if negated:
+                cond = exp.Not(this=cond)
+            s = block.select.where(cond, copy=False)
+            top, ordered = self._top(_Block(s, block.aliases, block.rels, block.shape))
+        elif r < 0.35:
+            # window functions over the block's rows (determined by the rows)
+            self.features.append("window")
+            outs = [self._out(block.aliases, "safe") for _ in range(rng.randint(1, 3))]
+            part = exp.Window(this=exp.Count(this=exp.Star()), partition_by=[outs[0].copy()])
+            rank = exp.Window(this=exp.RowNumber(), order=exp.Order(expressions=[
+                exp.Ordered(this=o.copy(), nulls_first=False) for o in outs]))
+            top = block.select.select(copy=False, *self._alias_all(outs + [part, rank]))
         else:
             top, ordered = self._top(block)
         return FuzzQuery(sql=top.sql(dialect=DIALECT), seed=self.seed, number=self.count,
@@ -1101,6 +1139,8 @@ def main(argv: list[str] | None = None) -> int:
     log(stats.summary())
     for f in stats.failures:
         print("\n" + f.describe())
+    for example in stats.plan_dependent_examples:
+        print("\nplan-dependent (not a failure):\n" + example)
     if args.report:
         doc = asdict(stats)
         doc["settings_seen"] = sorted(map(list, stats.settings_seen))
