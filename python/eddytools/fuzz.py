@@ -19,7 +19,8 @@ Comparison rules (``compare``):
 - both return rows: equal multisets; when the top query has an ORDER BY over
   every output column (the generator writes one before every LIMIT/OFFSET)
   equal sequences;
-- both raise: the same SQLSTATE;
+- both raise: the same SQLSTATE, or an error PostgreSQL raises too with
+  another plan (below: the eddy read another relation first);
 - the eddy raises and PostgreSQL does not, or the rows differ: a failure;
 - PostgreSQL raises and the eddy returns rows: *tolerated* (counted): an eddy
   runs a predicate that may raise after every other predicate on a tuple, so
@@ -56,7 +57,6 @@ from typing import Any
 
 import psycopg
 import sqlglot
-from psycopg import sql as psql
 from sqlglot import exp
 
 from eddytools.db import connect, eddy_nodes, explain_json, multiset, set_gucs
@@ -64,7 +64,6 @@ from eddytools.joingen import (
     COMPOSITE_KEYS,
     PARTITIONED,
     TABLES,
-    VIEW,
     JoinQueryGenerator,
     JoinSchema,
     _and,
@@ -733,7 +732,7 @@ class Differ:
             return "crash", str(e), True
         verdict = compare(got, want, ordered)
         detail = f"eddy: {show(got)}\nvanilla: {show(want)}"
-        if verdict == "eddy-error":
+        if verdict in ("eddy-error", "error-code"):
             try:
                 alt = self.vanilla_full_scans(query)
             except BackendCrash as e:
