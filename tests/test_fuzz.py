@@ -43,8 +43,8 @@ from eddytools.fuzz import (
 from eddytools.joingen import JoinSchema
 
 REGRESSIONS = Path(__file__).parent / "regressions"
-CI_CHUNKS = 2
-CI_QUERIES_PER_CHUNK = 160
+CI_CHUNKS = 3
+CI_QUERIES_PER_CHUNK = 180
 MIN_EDDY_SHARE = 0.75
 FAILURE_KINDS = {"crash", "eddy-error", "rows", "error-code", "vanilla-crash"}
 
@@ -151,7 +151,7 @@ def _run_slice(pg_dsn: str, seed: int, queries: int, tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("chunk", range(CI_CHUNKS))
 def test_fuzz_slice_matches_vanilla(pg_dsn, tmp_path, chunk):
-    """160 generated queries on their own data seed: each returns PostgreSQL's
+    """180 generated queries on their own data seed: each returns PostgreSQL's
     result with the eddy under the four routing policies (frequency, join
     method, lottery window and selection_min_cost drawn per setting); at
     least 75% plan with an Eddy; no backend crash."""
