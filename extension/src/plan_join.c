@@ -149,16 +149,19 @@ typedef struct NestLoopIndex
 } NestLoopIndex;
 
 /*
- * Collect the clauses PostgreSQL's plan enforces at and above the scans, in
- * the order it evaluates them on a tuple (below before above; at one join,
- * its hash or merge clauses, then the rest by cost), and its index nested
- * loops.
+ * Collect the clauses PostgreSQL's plan enforces at and above the scans
+ * (top down), the same clauses in the order it evaluates them on a tuple
+ * (evalorder: below before above; at one join, its hash or merge clauses,
+ * then the rest by cost), and its index nested loops.
  */
 static void
-collect_path_clauses(PlannerInfo *root, Path *path, List **clauses, List **nestloops,
-					 List **preferred)
+collect_path_clauses(PlannerInfo *root, Path *path, List **clauses, List **evalorder,
+					 List **nestloops, List **preferred)
 {
 	check_stack_depth();
+
+	if (path->param_info)
+		*clauses = list_concat_unique_ptr(*clauses, path->param_info->ppi_clauses);
 
 	switch (nodeTag(path))
 	{
@@ -169,6 +172,7 @@ collect_path_clauses(PlannerInfo *root, Path *path, List **clauses, List **nestl
 				JoinPath   *jp = (JoinPath *) path;
 				List	   *first = NIL;
 
+				*clauses = list_concat_unique_ptr(*clauses, jp->joinrestrictinfo);
 				/* the clauses PostgreSQL joins on: preferred tree edges */
 				if (IsA(path, HashPath))
 					*preferred = list_concat(*preferred, ((HashPath *) path)->path_hashclauses);
@@ -194,36 +198,36 @@ collect_path_clauses(PlannerInfo *root, Path *path, List **clauses, List **nestl
 						*nestloops = lappend(*nestloops, nl);
 					}
 				}
-				collect_path_clauses(root, jp->outerjoinpath, clauses, nestloops, preferred);
-				collect_path_clauses(root, jp->innerjoinpath, clauses, nestloops, preferred);
+				collect_path_clauses(root, jp->outerjoinpath, clauses, evalorder, nestloops, preferred);
+				collect_path_clauses(root, jp->innerjoinpath, clauses, evalorder, nestloops, preferred);
 				if (IsA(path, HashPath))
 					first = ((HashPath *) path)->path_hashclauses;
 				else if (IsA(path, MergePath))
 					first = ((MergePath *) path)->path_mergeclauses;
-				*clauses = list_concat_unique_ptr(*clauses, first);
-				*clauses = list_concat_unique_ptr(*clauses,
-												  EddyOrderQualClauses(root,
-																	   list_difference_ptr(jp->joinrestrictinfo, first)));
+				*evalorder = list_concat_unique_ptr(*evalorder, first);
+				*evalorder = list_concat_unique_ptr(*evalorder,
+													EddyOrderQualClauses(root,
+																		 list_difference_ptr(jp->joinrestrictinfo, first)));
 			}
 			break;
 		case T_MaterialPath:
-			collect_path_clauses(root, ((MaterialPath *) path)->subpath, clauses, nestloops, preferred);
+			collect_path_clauses(root, ((MaterialPath *) path)->subpath, clauses, evalorder, nestloops, preferred);
 			break;
 		case T_MemoizePath:
-			collect_path_clauses(root, ((MemoizePath *) path)->subpath, clauses, nestloops, preferred);
+			collect_path_clauses(root, ((MemoizePath *) path)->subpath, clauses, evalorder, nestloops, preferred);
 			break;
 		case T_SortPath:
 		case T_IncrementalSortPath:
-			collect_path_clauses(root, ((SortPath *) path)->subpath, clauses, nestloops, preferred);
+			collect_path_clauses(root, ((SortPath *) path)->subpath, clauses, evalorder, nestloops, preferred);
 			break;
 		case T_GatherPath:
-			collect_path_clauses(root, ((GatherPath *) path)->subpath, clauses, nestloops, preferred);
+			collect_path_clauses(root, ((GatherPath *) path)->subpath, clauses, evalorder, nestloops, preferred);
 			break;
 		case T_GatherMergePath:
-			collect_path_clauses(root, ((GatherMergePath *) path)->subpath, clauses, nestloops, preferred);
+			collect_path_clauses(root, ((GatherMergePath *) path)->subpath, clauses, evalorder, nestloops, preferred);
 			break;
 		case T_ProjectionPath:
-			collect_path_clauses(root, ((ProjectionPath *) path)->subpath, clauses, nestloops, preferred);
+			collect_path_clauses(root, ((ProjectionPath *) path)->subpath, clauses, evalorder, nestloops, preferred);
 			break;
 		default:
 			/* a scan of a base relation: its restrictions stay with it */
@@ -231,8 +235,8 @@ collect_path_clauses(PlannerInfo *root, Path *path, List **clauses, List **nestl
 	}
 	/* a parameterized path enforces these join clauses itself */
 	if (path->param_info)
-		*clauses = list_concat_unique_ptr(*clauses,
-										  EddyOrderQualClauses(root, path->param_info->ppi_clauses));
+		*evalorder = list_concat_unique_ptr(*evalorder,
+											EddyOrderQualClauses(root, path->param_info->ppi_clauses));
 }
 
 /*
@@ -633,8 +637,9 @@ EddyCreateJoinPath(PlannerInfo *root, RelOptInfo *joinrel, List *initial_rels)
 	foreach(lc, initial_rels)
 		jp->rels[i++] = lfirst(lc);
 
-	collect_path_clauses(root, joinrel->cheapest_total_path, &clauses, &nestloops, &preferred);
-	jp->clause_order = clauses;
+	jp->clause_order = NIL;
+	collect_path_clauses(root, joinrel->cheapest_total_path, &clauses, &jp->clause_order,
+						 &nestloops, &preferred);
 	build_order(jp, joinrel->cheapest_total_path, &jp->source_order);
 	for (i = 0; i < jp->nrels; i++)
 		if (!list_member_int(jp->source_order, i))
