@@ -4,13 +4,27 @@
 #                    postgresql-server-dev-15 with apt when it is missing)
 #   make test        everything, on a fresh machine: system packages, the
 #                    project .venv, an assert-enabled build, a throwaway
-#                    server, pg_regress (installcheck) and pytest
+#                    server, pg_regress (installcheck), PostgreSQL's own
+#                    regression suite under eddies (below) and pytest
+#   make pgregress   PostgreSQL 15's regression suite (src/test/regress of the
+#                    15.18 source package; fetched with `apt-get source` when
+#                    missing) twice, eddy on (eddy.selection_min_cost = 0) and
+#                    off, against an assert-enabled build; fails on a crash,
+#                    an assertion failure, or a difference in results between
+#                    the two runs that tests/pgregress/expected-differences
+#                    does not list.  The whole suite takes a few minutes, so
+#                    `make test` runs all of it too (tests/pgregress/run.sh)
 #   make bench       the overhead benchmark of the TelegraphCQ study, end to
 #                    end: a non-assert build, a throwaway server with eddy
 #                    preloaded (unless DSN=... names one), the Spark loader,
 #                    every experiment; results and plots in docs/bench/
 #                    (BENCH_ARGS="--quick" for a smoke run; see
 #                    .venv/bin/python -m eddytools.bench --help)
+#   make load        concurrent load: LOAD_CLIENTS (8) pgbench sessions, half
+#                    with prepared statements, half with the simple protocol,
+#                    running checked eddy queries for LOAD_SECONDS (600) on an
+#                    assert-enabled build; fails on any error, crash or
+#                    backend memory growth (see python/eddytools/load.py)
 #   make fuzz        randomized differential testing, long form: a throwaway
 #                    server with the assert-enabled extension, FUZZ_QUERIES
 #                    generated queries (seed FUZZ_SEED, FUZZ_SETTINGS settings
@@ -30,7 +44,7 @@ VENV ?= .venv
 PYTHON ?= /usr/bin/python3
 export PG_BINDIR PG_CONFIG
 
-.PHONY: all build install test bench fuzz sysdeps venv clean
+.PHONY: all build install test pgregress bench load fuzz sysdeps venv clean
 
 all: build
 
@@ -70,6 +84,14 @@ test: sysdeps venv
 	$(MAKE) -C extension install EDDY_ASSERT=1 PG_CONFIG=$(PG_CONFIG)
 	VENV=$(abspath $(VENV)) tests/run-tests.sh
 
+# The regression suite alone (make test runs it as well); results and the
+# difference report in $(PGREGRESS_WORK).
+PGREGRESS_WORK ?= /var/tmp/eddy-pgregress
+pgregress: sysdeps
+	$(MAKE) -C extension clean PG_CONFIG=$(PG_CONFIG)
+	$(MAKE) -C extension install EDDY_ASSERT=1 PG_CONFIG=$(PG_CONFIG)
+	PGREGRESS_WORK=$(PGREGRESS_WORK) tests/pgregress/run.sh
+
 # The benchmark needs a build without assertions: rebuild from clean.  With
 # DSN=... (or PGHOST/PGDATABASE in the environment) it uses that server, which
 # must preload eddy; otherwise it starts its own server as the postgres OS user
@@ -94,11 +116,33 @@ bench: sysdeps venv
 	  status=$$?; tests/pgserver.sh stop $(BENCH_SERVER); trap - EXIT INT TERM; exit $$status; \
 	fi
 
+# Concurrent load on a throwaway server (assert-enabled build, as make test):
+# pgbench clients running checked eddy queries, backend memory sampled, the
+# server log checked for crashes.  Report in $(LOAD_SERVER)/load-report.json.
+LOAD_SECONDS ?= 600
+LOAD_CLIENTS ?= 8
+LOAD_PORT ?= 25434
+LOAD_SERVER ?= /tmp/eddy-load-server
+load: sysdeps venv
+	$(MAKE) -C extension clean PG_CONFIG=$(PG_CONFIG)
+	$(MAKE) -C extension install EDDY_ASSERT=1 PG_CONFIG=$(PG_CONFIG)
+	@trap 'tests/pgserver.sh stop $(LOAD_SERVER)' EXIT INT TERM; \
+	tests/pgserver.sh start $(LOAD_SERVER) $(LOAD_PORT) || exit 1; \
+	$(PG_BINDIR)/psql -h $(LOAD_SERVER) -p $(LOAD_PORT) -U postgres -d postgres -qAt \
+	  -c "SELECT 1 FROM pg_database WHERE datname = 'eddy_load'" | grep -q 1 || \
+	  $(PG_BINDIR)/createdb -h $(LOAD_SERVER) -p $(LOAD_PORT) -U postgres eddy_load || exit 1; \
+	$(VENV)/bin/python -m eddytools.load \
+	  --dsn "host=$(LOAD_SERVER) port=$(LOAD_PORT) user=postgres dbname=eddy_load" \
+	  --seconds $(LOAD_SECONDS) --clients $(LOAD_CLIENTS) \
+	  --server-log $(LOAD_SERVER)/server.log --pgbench $(PG_BINDIR)/pgbench \
+	  --json $(LOAD_SERVER)/load-report.json; \
+	status=$$?; tests/pgserver.sh stop $(LOAD_SERVER); trap - EXIT INT TERM; exit $$status
+
 FUZZ_QUERIES ?= 5000
 FUZZ_SEED ?= 1
 FUZZ_SETTINGS ?= 8
 FUZZ_MINUTES ?= 0
-FUZZ_PORT ?= 25434
+FUZZ_PORT ?= 25435
 FUZZ_SERVER ?= /tmp/eddy-fuzz-server
 FUZZ_SAVE ?= tests/regressions
 FUZZ_REPORT ?= /tmp/eddy-fuzz-report.json

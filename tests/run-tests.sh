@@ -3,7 +3,9 @@
 #
 #  1. pg_regress golden tests (make -C extension installcheck) against a server
 #     started here with eddy preloaded;
-#  2. pytest, whose session fixture starts its own server (pytest-postgresql).
+#  2. PostgreSQL's own regression suite, eddy on vs off (tests/pgregress/run.sh,
+#     which starts its own throwaway instances; PGREGRESS=0 skips it);
+#  3. pytest, whose session fixture starts its own server (pytest-postgresql).
 #
 # PostgreSQL refuses to run as root: when run as root, the servers and pytest
 # run as the unprivileged OS user $PG_OS_USER (default postgres).
@@ -54,6 +56,14 @@ if ! PGHOST="$work/regress" PGPORT="$port" PGUSER=postgres \
     [ -f extension/regression.diffs ] && cat extension/regression.diffs
 fi
 tests/pgserver.sh stop "$work/regress"
+
+if [ "${PGREGRESS:-1}" != 0 ]; then
+    echo "== PostgreSQL regression suite, eddy on vs off"
+    if ! PGREGRESS_WORK="$work/pgregress" PGREGRESS_PORT="${PGREGRESS_PORT:-$((port + 1))}" \
+        tests/pgregress/run.sh; then
+        status=1
+    fi
+fi
 
 echo "== pytest"
 mkdir -p "$work/home"

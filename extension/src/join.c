@@ -31,19 +31,31 @@
  * per-module, per-direction statistics (tuples in, tuples out, sampled
  * cost; out/in is the selectivity of a selection and the fan-out of a
  * join), recomputed every eddy.reopt_frequency routed tuples as in
- * routing.c.  Sources are read round-robin.
+ * routing.c.  Sources are read one after another, in
+ * PostgreSQL's build order with the centres of stars last (read_source).
  *
  * The iterator (section 2.1.4): a stack of active join modules, each with
  * an outstanding probe.  The eddy drains the top module's matches, routing
  * each; when the stack is empty (a point of stasis) it reads the next
  * source tuple.  The state machine is that loop.
  *
- * Memory: two contexts.  "state" holds what STAIRs keep: a tuple inserted
+ * Memory: two arenas.  "state" holds what STAIRs keep: a tuple inserted
  * into a STAIR is copied there with its rows (a row is copied once and
- * then shared).  "transient" holds everything else (fresh source rows,
- * probe results) and is reset at every point of stasis.  Their total is
- * checked against eddy.max_memory (EddyMaxMemoryBytes) and exceeding it is
- * an ERROR.
+ * then shared).  "transient" holds everything else (eddy tuples in flight,
+ * probe results, key values) and is rewound at every point of stasis.  A
+ * source row is not copied when read: its values stay in the source's
+ * slot, valid until that source is read again, which happens only at a
+ * point of stasis, when nothing routed from the row is in flight any more.
+ * So a row that is never stored (a probe that finds its unique match, a
+ * tuple a selection drops) is never copied.  The arenas' total is checked
+ * against eddy.max_memory (EddyMaxMemoryBytes) and exceeding it is an
+ * ERROR.
+ *
+ * Hashing: the sides of hash joins that hash the same columns of one
+ * relation share a hash slot in its rows (init_hash_slots), so the centre
+ * of a star is hashed once, not once per join.  A probe into a unique side
+ * (one relation, unique on the join keys) that finds its match does not
+ * push a frame: its single result is routed on at once.
  *
  *-------------------------------------------------------------------------
  */
@@ -62,6 +74,7 @@
 #include "miscadmin.h"
 #include "nodes/nodeFuncs.h"
 #include "optimizer/optimizer.h"
+#include "port/pg_bitutils.h"
 #include "stair.h"
 #include "utils/datum.h"
 #include "utils/lsyscache.h"
@@ -72,14 +85,26 @@
 #define EDDY_STATS_HALFLIFE_TUPLES	1000.0
 #define EDDY_ROUTE_OUT		(-1)
 
+/*
+ * A source row.  In state memory: the header, the hash slots, the null
+ * flags, then the values (and the by-reference values' bytes), about as
+ * compact as a hash join's copy, since a STAIR's footprint is most of its
+ * cost.  A transient row (in flight, not stored) is preceded by a pointer
+ * to its copy in state memory once one is made (row_persistent), and its
+ * values may live elsewhere (the source's slot).
+ */
 typedef struct EddyRow
 {
-	struct EddyRow *persistent; /* its copy in state memory, once made */
-	bool		in_state;
-	bool		kept;			/* a stored tuple references it */
 	Datum	   *values;
 	bool	   *isnull;
+	uint32		hvalid;			/* which entries of hash[] are computed */
+	bool		in_state;
+	uint32		hash[FLEXIBLE_ARRAY_MEMBER];	/* the source's hash slots */
 } EddyRow;
+
+#define row_persistent(row)	(((EddyRow **) (row))[-1])
+
+#define EDDY_MAX_HASH_SLOTS	32
 
 typedef struct EddyTuple
 {
@@ -95,6 +120,10 @@ typedef struct JSource
 	int			ncols;
 	int16	   *typlen;
 	bool	   *typbyval;
+	int			nhash;			/* hash slots of its rows (see init_hash_slots) */
+	bool		byval_only;		/* every column by value: fixed-size rows */
+	int		   *nslot_stairs;	/* per hash slot: the STAIRs it probes */
+	Stair	 ***slot_stairs;
 	/* scanned */
 	PlanState  *plan;
 	bool		exhausted;
@@ -143,6 +172,9 @@ typedef struct JModule
 	ExprState **keyexpr[2];		/* per key, when not a plain column */
 	int16	   *keylen[2];
 	bool	   *keybyval[2];
+	bool		plainkeys[2];	/* every key a column of the side's row */
+	bool		byvalkeys[2];	/* ... and passed by value */
+	int			hslot[2];		/* the row's hash slot of the keys, or -1 */
 	/* index join */
 	Oid			indexoid;
 	Relation	index;
@@ -160,7 +192,6 @@ typedef struct JFrame
 	int			dir;
 	EddyTuple  *probe;
 	StairProbe	sp;
-	EddyTuple  *single;			/* the one result of a unique probe, or NULL */
 } JFrame;
 
 typedef struct JRouteEntry
@@ -182,6 +213,7 @@ typedef struct EddyJoinState
 	uint64		all_done;
 	TupleTableSlot *wide;
 	EddyRow   **loaded;			/* row whose values are in the wide slot */
+	bool		loaded_any;		/* is an entry of loaded set? */
 	EddyArena	state;			/* what STAIRs keep */
 	EddyArena	transient;		/* rewound at every point of stasis */
 	Size		max_memory;
@@ -204,11 +236,6 @@ typedef struct EddyJoinState
 	uint64		recomputations;
 	int			until_sample;
 	pg_prng_state rng;
-	/* the state arena before and after the last source row */
-	char	   *row_mark;
-	char	   *row_mark_end;
-	char	   *row_mark_after;
-	EddyRow    *fresh_row;		/* that row */
 	uint64		inserts;		/* STAIR insertions, for memory checks */
 	bool		output_reads_columns;	/* does the output read the wide slot? */
 	Datum	   *fetch_values;	/* scratch for index fetches */
@@ -216,7 +243,9 @@ typedef struct EddyJoinState
 } EddyJoinState;
 
 static EddyTuple *join_tuples(EddyJoinState *js, JModule *m, int dir,
-							  EddyTuple *probe, EddyTuple *u);
+							  EddyTuple *probe, void *payload);
+static inline bool join_keys(EddyJoinState *js, JModule *m, int side,
+							 EddyTuple *t, Datum *values, EddyArena *arena);
 
 /* ----------------------------------------------------------------
  *		Memory
@@ -240,32 +269,51 @@ check_memory(EddyJoinState *js)
 				 errhint("Raise eddy.max_memory, or work_mem / hash_mem_multiplier when eddy.max_memory is -1.")));
 }
 
+/* Bytes of a row header of source src: hash slots, and null flags when inline */
+static inline Size
+row_header_size(JSource *src, bool inline_nulls)
+{
+	return MAXALIGN(offsetof(EddyRow, hash) + sizeof(uint32) * src->nhash +
+					(inline_nulls ? src->ncols : 0));
+}
+
 /*
  * A row of source src from values/isnull, in one allocation from the
- * arena: header, values, nulls, then the by-reference values' bytes.
+ * arena (see EddyRow).  A transient row gets its row_persistent pointer.
  */
 static EddyRow *
-make_row(EddyArena *arena, JSource *src, Datum *values, bool *isnull)
+make_row(EddyArena *arena, JSource *src, Datum *values, bool *isnull,
+		 bool transient)
 {
-	Size		size = MAXALIGN(sizeof(EddyRow)) +
-		MAXALIGN(src->ncols * sizeof(Datum)) + MAXALIGN(src->ncols * sizeof(bool));
+	Size		prefix = transient ? sizeof(EddyRow *) : 0;
+	Size		hsize = row_header_size(src, true);
+	Size		size = prefix + hsize + src->ncols * sizeof(Datum);
 	EddyRow    *row;
 	char	   *data;
 	int			c;
 
-	for (c = 0; c < src->ncols; c++)
-		if (!isnull[c] && !src->typbyval[c])
-			size += MAXALIGN(datumGetSize(values[c], false, src->typlen[c]));
-	row = EddyArenaAlloc(arena, size);
-	row->persistent = NULL;
+	if (!src->byval_only)
+		for (c = 0; c < src->ncols; c++)
+			if (!isnull[c] && !src->typbyval[c])
+				size += MAXALIGN(datumGetSize(values[c], false, src->typlen[c]));
+	row = (EddyRow *) ((char *) EddyArenaAlloc(arena, size) + prefix);
+	if (transient)
+		row_persistent(row) = NULL;
 	row->in_state = false;
-	row->kept = false;
-	row->values = (Datum *) ((char *) row + MAXALIGN(sizeof(EddyRow)));
-	row->isnull = (bool *) ((char *) row->values + MAXALIGN(src->ncols * sizeof(Datum)));
-	data = (char *) row->isnull + MAXALIGN(src->ncols * sizeof(bool));
+	row->hvalid = 0;
+	row->isnull = (bool *) ((char *) row + offsetof(EddyRow, hash) +
+							sizeof(uint32) * src->nhash);
+	row->values = (Datum *) ((char *) row + hsize);
+	memcpy(row->isnull, isnull, sizeof(bool) * src->ncols);
+	if (src->byval_only)
+	{
+		/* the common case of integer keys and columns */
+		memcpy(row->values, values, sizeof(Datum) * src->ncols);
+		return row;
+	}
+	data = (char *) (row->values + src->ncols);
 	for (c = 0; c < src->ncols; c++)
 	{
-		row->isnull[c] = isnull[c];
 		if (isnull[c] || src->typbyval[c])
 			row->values[c] = values[c];
 		else
@@ -280,23 +328,26 @@ make_row(EddyArena *arena, JSource *src, Datum *values, bool *isnull)
 	return row;
 }
 
-/* The copy of a row in state memory (made once, then shared) */
+/*
+ * The copy of a row in state memory (made once, then shared), with the
+ * hashes computed so far.
+ */
 static EddyRow *
 persist_row(EddyJoinState *js, int i, EddyRow *row)
 {
+	JSource    *src = &js->sources[i];
 	EddyRow    *copy;
 
 	if (row->in_state)
-	{
-		row->kept = true;
 		return row;
-	}
-	if (row->persistent != NULL)
-		return row->persistent;
-	copy = make_row(&js->state, &js->sources[i], row->values, row->isnull);
+	if (row_persistent(row) != NULL)
+		return row_persistent(row);
+	copy = make_row(&js->state, src, row->values, row->isnull, false);
 	copy->in_state = true;
-	copy->kept = true;
-	row->persistent = copy;
+	copy->hvalid = row->hvalid;
+	if (row->hvalid != 0)
+		memcpy(copy->hash, row->hash, sizeof(uint32) * src->nhash);
+	row_persistent(row) = copy;
 	return copy;
 }
 
@@ -313,13 +364,74 @@ static EddyTuple *
 store_tuple(EddyJoinState *js, EddyTuple *t)
 {
 	EddyTuple  *s = alloc_tuple(js, &js->state);
-	int			i;
+	uint32		bits = t->spans;
 
 	s->spans = t->spans;
 	s->done = t->done;
-	for (i = 0; i < js->nsources; i++)
-		s->rows[i] = t->rows[i] != NULL ? persist_row(js, i, t->rows[i]) : NULL;
+	memset(s->rows, 0, sizeof(EddyRow *) * js->nsources);
+	while (bits != 0)
+	{
+		int			i = pg_rightmost_one_pos32(bits);
+
+		s->rows[i] = persist_row(js, i, t->rows[i]);
+		bits &= bits - 1;
+	}
 	return s;
+}
+
+/*
+ * What a STAIR keeps.  A tuple that is one fresh source row (one relation,
+ * no module done), by far the most common, is kept as its row alone, the
+ * pointer tagged in its low bit: no tuple header, no row-pointer array, so
+ * a STAIR's entries are about as small as a hash join's.  A STAIR's rows
+ * are all of the relation on its side of the join.
+ */
+#define STORED_ROW_TAG	((uintptr_t) 1)
+
+static inline bool
+stored_is_row(void *payload)
+{
+	return ((uintptr_t) payload & STORED_ROW_TAG) != 0;
+}
+
+static inline EddyRow *
+stored_row(void *payload)
+{
+	return (EddyRow *) ((uintptr_t) payload & ~STORED_ROW_TAG);
+}
+
+/*
+ * Store tuple t for side dir of join m: returns the STAIR payload, and in
+ * *view (unless NULL) a tuple whose rows are the stored ones, for the keys
+ * and the probe (transient when the payload is a tagged row).
+ */
+static void *
+store_for_join(EddyJoinState *js, JModule *m, int dir, EddyTuple *t,
+			   EddyTuple **view)
+{
+	int			rel = m->rel[dir];
+	EddyTuple  *stored;
+
+	if (t->done == 0 && t->spans == (1u << rel))
+	{
+		EddyRow    *row = persist_row(js, rel, t->rows[rel]);
+		EddyTuple  *v;
+
+		if (view == NULL)
+			return (void *) ((uintptr_t) row | STORED_ROW_TAG);
+		v = alloc_tuple(js, &js->transient);
+
+		v->spans = t->spans;
+		v->done = 0;
+		memset(v->rows, 0, sizeof(EddyRow *) * js->nsources);
+		v->rows[rel] = row;
+		*view = v;
+		return (void *) ((uintptr_t) row | STORED_ROW_TAG);
+	}
+	stored = store_tuple(js, t);
+	if (view != NULL)
+		*view = stored;
+	return stored;
 }
 
 /* A by-reference datum copied into the arena */
@@ -365,6 +477,7 @@ fill_slot(EddyJoinState *js, EddyTuple *t)
 			isnull[c] = row->isnull[c];
 		}
 		js->loaded[i] = row;
+		js->loaded_any = true;
 	}
 	ExecStoreVirtualTuple(slot);
 }
@@ -386,6 +499,9 @@ init_key_side(EddyJoinState *js, JModule *m, int side, List *exprs_idx,
 	m->keyexpr[side] = palloc0(sizeof(ExprState *) * Max(m->nkeys, 1));
 	m->keylen[side] = palloc(sizeof(int16) * Max(m->nkeys, 1));
 	m->keybyval[side] = palloc(sizeof(bool) * Max(m->nkeys, 1));
+	m->plainkeys[side] = true;
+	m->byvalkeys[side] = true;
+	m->hslot[side] = -1;
 	foreach(lc, exprs_idx)
 	{
 		Expr	   *e = list_nth(custom_exprs, lfirst_int(lc));
@@ -402,8 +518,91 @@ init_key_side(EddyJoinState *js, JModule *m, int side, List *exprs_idx,
 		{
 			m->keycol[side][k] = -1;
 			m->keyexpr[side][k] = ExecInitExpr(e, parent);
+			m->plainkeys[side] = false;
 		}
+		if (!m->keybyval[side][k])
+			m->byvalkeys[side] = false;
 		k++;
+	}
+}
+
+/*
+ * Hash slots.  The sides of hash joins that hash the same columns of the
+ * same relation with the same functions and collations compute the same
+ * hash value: in a star, every join of the centre hashes its key column.
+ * Such sides share a slot in the relation's rows, so a row is hashed once
+ * per slot however many joins it meets.  Sides with computed keys get no
+ * slot (and so do sides past EDDY_MAX_HASH_SLOTS slots of one relation).
+ */
+static void
+init_hash_slots(EddyJoinState *js)
+{
+	int			mi;
+
+	for (mi = 0; mi < js->nmodules; mi++)
+	{
+		JModule    *m = &js->modules[mi];
+		int			side;
+
+		if (m->type != EDDY_MODULE_HASH_JOIN)
+			continue;
+		for (side = 0; side < 2; side++)
+		{
+			JSource    *src = &js->sources[m->rel[side]];
+			int			oj;
+
+			if (!m->plainkeys[side])
+				continue;
+			/* an earlier side with the same columns and hash functions? */
+			for (oj = 0; oj < mi * 2 + side && m->hslot[side] < 0; oj++)
+			{
+				JModule    *o = &js->modules[oj / 2];
+				int			os = oj % 2;
+				int			k;
+				bool		same;
+
+				if (o->type != EDDY_MODULE_HASH_JOIN || o->hslot[os] < 0 ||
+					o->rel[os] != m->rel[side] || o->nkeys != m->nkeys)
+					continue;
+				same = true;
+				for (k = 0; k < m->nkeys && same; k++)
+					same = o->keycol[os][k] == m->keycol[side][k] &&
+						o->keys.hash[os][k].fn_oid == m->keys.hash[side][k].fn_oid &&
+						o->keys.collations[k] == m->keys.collations[k];
+				if (same)
+					m->hslot[side] = o->hslot[os];
+			}
+			if (m->hslot[side] < 0 && src->nhash < EDDY_MAX_HASH_SLOTS)
+				m->hslot[side] = src->nhash++;
+		}
+	}
+
+	/* per slot, the STAIRs a row's hash probes: prefetched together */
+	for (mi = 0; mi < js->nsources; mi++)
+	{
+		JSource    *src = &js->sources[mi];
+
+		src->nslot_stairs = palloc0(sizeof(int) * Max(src->nhash, 1));
+		src->slot_stairs = palloc0(sizeof(Stair **) * Max(src->nhash, 1));
+	}
+	for (mi = 0; mi < js->nmodules; mi++)
+	{
+		JModule    *m = &js->modules[mi];
+		int			side;
+
+		if (m->type != EDDY_MODULE_HASH_JOIN)
+			continue;
+		for (side = 0; side < 2; side++)
+		{
+			JSource    *src = &js->sources[m->rel[side]];
+			int			h = m->hslot[side];
+
+			if (h < 0)
+				continue;
+			if (src->slot_stairs[h] == NULL)
+				src->slot_stairs[h] = palloc(sizeof(Stair *) * 2 * js->nmodules);
+			src->slot_stairs[h][src->nslot_stairs[h]++] = m->stair[1 - side];
+		}
 	}
 }
 
@@ -503,12 +702,15 @@ EddyJoinBegin(CustomScanState *node, EState *estate, int eflags)
 		src->ncols = intVal(lthird(s));
 		src->typlen = palloc(sizeof(int16) * Max(src->ncols, 1));
 		src->typbyval = palloc(sizeof(bool) * Max(src->ncols, 1));
+		src->byval_only = true;
 		for (c = 0; c < src->ncols; c++)
 		{
 			Form_pg_attribute att = TupleDescAttr(wide_desc, src->first_col + c);
 
 			src->typlen[c] = att->attlen;
 			src->typbyval[c] = att->attbyval;
+			if (!att->attbyval)
+				src->byval_only = false;
 		}
 		if (src->method == EDDY_SOURCE_SCAN)
 		{
@@ -616,6 +818,7 @@ EddyJoinBegin(CustomScanState *node, EState *estate, int eflags)
 		}
 		i++;
 	}
+	init_hash_slots(js);
 	js->all_done = (js->nmodules >= 64) ? ~UINT64CONST(0) :
 		((UINT64CONST(1) << js->nmodules) - 1);
 	js->max_memory = EddyMaxMemoryBytes(Max(nstairs, 1));
@@ -884,14 +1087,14 @@ route(EddyJoinState *js, uint32 spans, uint64 done)
  * Computed keys of by-reference types are copied into the arena.
  */
 static bool
-join_keys(EddyJoinState *js, JModule *m, int side, EddyTuple *t, Datum *values,
-		  bool *filled, EddyArena *arena)
+join_keys_computed(EddyJoinState *js, JModule *m, int side, EddyTuple *t,
+				   Datum *values, EddyArena *arena)
 {
 	EddyRow    *row = t->rows[m->rel[side]];
 	ExprContext *econtext = js->node->ss.ps.ps_ExprContext;
+	bool		filled = false;
 	int			k;
 
-	*filled = false;
 	for (k = 0; k < m->nkeys; k++)
 	{
 		int			col = m->keycol[side][k];
@@ -907,12 +1110,12 @@ join_keys(EddyJoinState *js, JModule *m, int side, EddyTuple *t, Datum *values,
 			bool		isnull;
 			Datum		d;
 
-			if (!*filled)
+			if (!filled)
 			{
 				fill_slot(js, t);
 				econtext->ecxt_scantuple = js->wide;
 				ResetExprContext(econtext);
-				*filled = true;
+				filled = true;
 			}
 			d = ExecEvalExprSwitchContext(m->keyexpr[side][k], econtext, &isnull);
 			if (isnull)
@@ -925,6 +1128,69 @@ join_keys(EddyJoinState *js, JModule *m, int side, EddyTuple *t, Datum *values,
 	return true;
 }
 
+static inline bool
+join_keys(EddyJoinState *js, JModule *m, int side, EddyTuple *t, Datum *values,
+		  EddyArena *arena)
+{
+	if (likely(m->plainkeys[side]))
+	{
+		EddyRow    *row = t->rows[m->rel[side]];
+		int			k;
+
+		for (k = 0; k < m->nkeys; k++)
+		{
+			int			col = m->keycol[side][k];
+
+			if (row->isnull[col])
+				return false;
+			values[k] = row->values[col];
+		}
+		return true;
+	}
+	return join_keys_computed(js, m, side, t, values, arena);
+}
+
+/*
+ * The hash of t's side `side` keys of join m, computed once per row slot.
+ * When it is computed, the buckets of every STAIR that the slot's hash will
+ * probe are prefetched: a tuple at the centre of a star probes them one
+ * after the other, and their cache misses then overlap instead of adding
+ * up (the probes' cost was mostly those misses).
+ */
+static inline uint32
+join_hash(EddyJoinState *js, JModule *m, int side, EddyTuple *t, Datum *keys)
+{
+	int			slot = m->hslot[side];
+	EddyRow    *row;
+	uint32		hash;
+
+	if (slot < 0)
+	{
+		StairKeysHash(&m->keys, side, keys, NULL, &hash);
+		return hash;
+	}
+	row = t->rows[m->rel[side]];
+	if (row->hvalid & (1u << slot))
+		return row->hash[slot];
+	StairKeysHash(&m->keys, side, keys, NULL, &hash);
+	row->hash[slot] = hash;
+	row->hvalid |= 1u << slot;
+	{
+		JSource    *src = &js->sources[m->rel[side]];
+		int			n = src->nslot_stairs[slot];
+
+		if (n > 1)
+		{
+			Stair	  **stairs = src->slot_stairs[slot];
+			int			i;
+
+			for (i = 0; i < n; i++)
+				__builtin_prefetch(&stairs[i]->buckets[hash & (stairs[i]->nbuckets - 1)]);
+		}
+	}
+	return hash;
+}
+
 /*
  * Insert into side dir's STAIR; the first insertion sizes its bucket array
  * from the planner's estimate (a STAIR only probed keeps its small one).
@@ -933,14 +1199,14 @@ join_keys(EddyJoinState *js, JModule *m, int side, EddyTuple *t, Datum *values,
  */
 static inline void
 stair_insert(EddyJoinState *js, JModule *m, int dir, uint32 hash, Datum *keys,
-			 EddyTuple *tuple)
+			 void *payload)
 {
 	Stair	   *stair = m->stair[dir];
 
 	if (unlikely(stair->nentries == 0 && stair->ngroups == 0))
 		StairPresize(stair, Min(m->est_rows[dir],
 								(double) js->max_memory / 4 / sizeof(void *)));
-	StairInsert(stair, hash, keys, tuple);
+	StairInsert(stair, hash, keys, payload);
 	if (unlikely((++js->inserts & 63) == 0))
 		check_memory(js);
 }
@@ -948,25 +1214,28 @@ stair_insert(EddyJoinState *js, JModule *m, int dir, uint32 hash, Datum *keys,
 /*
  * Route tuple t into join m in direction dir.  Hash join: insert t's
  * stored copy into its side's STAIR and start probing the dual STAIR.
- * Index join: start an index scan with t's keys.  Either way a frame is
- * pushed; false if t cannot match (a NULL key) and is dropped.
+ * Index join: start an index scan with t's keys.  A frame is pushed for
+ * the matches to come, unless there can be none.  A probe into a unique
+ * side that matched returns its one result, for the caller to route on at
+ * once; otherwise NULL.
  */
-static bool
+static EddyTuple *
 start_join(EddyJoinState *js, JModule *m, int dir, EddyTuple *t)
 {
 	Datum	   *keys = EddyArenaAlloc(&js->transient, sizeof(Datum) * Max(m->nkeys, 1));
-	bool		filled;
 	uint32		hash;
 	JFrame	   *f;
 	EddyTuple  *probe;
+	void	   *payload;
+	Stair	   *other;
 
 	if (m->type == EDDY_MODULE_INDEX_JOIN)
 	{
 		int			k;
 
 		Assert(dir == 0);
-		if (!join_keys(js, m, 0, t, keys, &filled, &js->transient))
-			return false;		/* a NULL key matches nothing */
+		if (!join_keys(js, m, 0, t, keys, &js->transient))
+			return NULL;		/* a NULL key matches nothing */
 		for (k = 0; k < m->nkeys; k++)
 			m->skeys[m->skey_of_key[k]].sk_argument = keys[k];
 		index_rescan(m->scan, m->skeys, m->nkeys, NULL, 0);
@@ -974,67 +1243,92 @@ start_join(EddyJoinState *js, JModule *m, int dir, EddyTuple *t)
 		f->mod = m;
 		f->dir = 0;
 		f->probe = t;
-		f->single = NULL;
-		return true;
+		return NULL;
 	}
+
+	other = m->stair[1 - dir];
 
 	/*
 	 * The other side is one relation, unique on its keys: probe first.  A
 	 * tuple that finds its match can find no other, now or later, so it is
-	 * not stored; one that finds none is stored for the match to come.
+	 * not stored, and its result goes on at once.  One that finds none is
+	 * stored for the match to come.
 	 */
 	if (m->unique[1 - dir])
 	{
-		StairProbe	sp;
-		EddyTuple  *u;
-
-		if (!join_keys(js, m, dir, t, keys, &filled, &js->transient))
-			return false;
-		StairKeysHash(&m->keys, dir, keys, NULL, &hash);
-		StairProbeBegin(&sp, m->stair[1 - dir], hash, keys);
-		u = StairProbeNext(&sp);
-		if (u != NULL)
+		if (!join_keys(js, m, dir, t, keys, &js->transient))
+			return NULL;
+		hash = join_hash(js, m, dir, t, keys);
+		if (other->nentries > 0)
 		{
-			f = &js->stack[js->nstack++];
-			f->mod = m;
-			f->dir = dir;
-			f->probe = t;
-			f->single = join_tuples(js, m, dir, t, u);
-			return true;
+			StairProbe	sp;
+			EddyTuple  *u;
+
+			StairProbeBegin(&sp, other, hash, keys);
+			u = StairProbeNext(&sp);
+			if (u != NULL)
+				return join_tuples(js, m, dir, t, u);
 		}
-		probe = store_tuple(js, t);
-		if (!join_keys(js, m, dir, probe, keys, &filled, &js->state))
-			return false;
-		stair_insert(js, m, dir, hash, keys, probe);
-		return true;
+		/* by-reference keys must point into the stored rows */
+		if (m->byvalkeys[dir])
+			payload = store_for_join(js, m, dir, t, NULL);
+		else
+		{
+			payload = store_for_join(js, m, dir, t, &probe);
+			if (!join_keys(js, m, dir, probe, keys, &js->state))
+				return NULL;
+		}
+		stair_insert(js, m, dir, hash, keys, payload);
+		return NULL;
 	}
 
 	/* the stored copy's rows hold the key values the STAIR keeps */
-	probe = store_tuple(js, t);
-	if (!join_keys(js, m, dir, probe, keys, &filled, &js->state))
-		return false;
-	StairKeysHash(&m->keys, dir, keys, NULL, &hash);
-	stair_insert(js, m, dir, hash, keys, probe);
+	payload = store_for_join(js, m, dir, t, &probe);
+	if (!join_keys(js, m, dir, probe, keys, &js->state))
+		return NULL;
+	hash = join_hash(js, m, dir, probe, keys);
+	stair_insert(js, m, dir, hash, keys, payload);
+	if (other->nentries == 0)
+		return NULL;			/* nothing to match yet */
 	f = &js->stack[js->nstack++];
 	f->mod = m;
 	f->dir = dir;
 	f->probe = probe;
-	f->single = NULL;
-	StairProbeBegin(&f->sp, m->stair[1 - dir], hash, keys);
-	return true;
+	StairProbeBegin(&f->sp, other, hash, keys);
+	return NULL;
 }
 
 /* The result of joining probe (routed into m in direction dir) with u */
 static EddyTuple *
-join_tuples(EddyJoinState *js, JModule *m, int dir, EddyTuple *probe, EddyTuple *u)
+join_tuples(EddyJoinState *js, JModule *m, int dir, EddyTuple *probe, void *payload)
 {
 	EddyTuple  *r = alloc_tuple(js, &js->transient);
-	int			i;
+	EddyTuple  *u;
+	uint32		bits;
 
+	if (stored_is_row(payload))
+	{
+		int			rel = m->rel[1 - dir];
+
+		r->spans = probe->spans | (1u << rel);
+		r->done = probe->done | (UINT64CONST(1) << (m - js->modules));
+		memcpy(r->rows, probe->rows, sizeof(EddyRow *) * js->nsources);
+		r->rows[rel] = stored_row(payload);
+		m->stats[dir].out++;
+		return r;
+	}
+	u = (EddyTuple *) payload;
+	bits = u->spans;
 	r->spans = probe->spans | u->spans;
 	r->done = probe->done | u->done | (UINT64CONST(1) << (m - js->modules));
-	for (i = 0; i < js->nsources; i++)
-		r->rows[i] = probe->rows[i] != NULL ? probe->rows[i] : u->rows[i];
+	memcpy(r->rows, probe->rows, sizeof(EddyRow *) * js->nsources);
+	while (bits != 0)
+	{
+		int			i = pg_rightmost_one_pos32(bits);
+
+		r->rows[i] = u->rows[i];
+		bits &= bits - 1;
+	}
 	m->stats[dir].out++;
 	return r;
 }
@@ -1052,13 +1346,6 @@ frame_next(EddyJoinState *js, JFrame *f)
 	{
 		EddyTuple  *u;
 
-		if (f->single != NULL)
-		{
-			r = f->single;
-			f->single = NULL;
-			f->sp.next = NULL;	/* that was the only result */
-			return r;
-		}
 		if (f->sp.next == NULL)
 			return NULL;
 		u = StairProbeNext(&f->sp);
@@ -1108,7 +1395,7 @@ frame_next(EddyJoinState *js, JFrame *f)
 				values[c] = src->heapslot->tts_values[src->attnos[c] - 1];
 				isnull[c] = src->heapslot->tts_isnull[src->attnos[c] - 1];
 			}
-			row = make_row(&js->transient, src, values, isnull);
+			row = make_row(&js->transient, src, values, isnull, true);
 			r = alloc_tuple(js, &js->transient);
 			r->spans = probe->spans | (1u << m->rel[1]);
 			r->done = probe->done | (UINT64CONST(1) << mi);
@@ -1137,6 +1424,7 @@ read_source(EddyJoinState *js)
 		JSource    *src = &js->sources[i];
 		TupleTableSlot *slot;
 		EddyTuple  *t;
+		EddyRow    *row;
 
 		if (src->method != EDDY_SOURCE_SCAN || src->exhausted)
 		{
@@ -1156,16 +1444,21 @@ read_source(EddyJoinState *js)
 		t->spans = 1u << i;
 		t->done = 0;
 		/*
-		 * The row goes straight to state memory (a STAIR will usually keep
-		 * it: copied once).  If the tuple is dropped before anything keeps
-		 * it, EddyJoinNext gives the bytes back.
+		 * The row points into the source's slot, which keeps its tuple
+		 * until the next point of stasis, when everything routed from it
+		 * is gone: what a STAIR keeps is copied by persist_row.  A tuple
+		 * that finds its unique matches, or is dropped, is never copied.
 		 */
-		js->row_mark = js->state.ptr;
-		js->row_mark_end = js->state.end;
-		t->rows[i] = make_row(&js->state, src, slot->tts_values, slot->tts_isnull);
-		t->rows[i]->in_state = true;
-		js->row_mark_after = js->state.ptr;
-		js->fresh_row = t->rows[i];
+		row = (EddyRow *) ((char *) EddyArenaAlloc(&js->transient,
+												   sizeof(EddyRow *) +
+												   row_header_size(src, false)) +
+						   sizeof(EddyRow *));
+		row_persistent(row) = NULL;
+		row->in_state = false;
+		row->hvalid = 0;
+		row->values = slot->tts_values;
+		row->isnull = slot->tts_isnull;
+		t->rows[i] = row;
 		return t;
 	}
 	return NULL;
@@ -1175,20 +1468,6 @@ read_source(EddyJoinState *js)
  *		The iterator
  * ----------------------------------------------------------------
  */
-
-/*
- * At a point of stasis: if no stored tuple kept the last source row, give
- * its bytes back to the state arena (nothing else was allocated there
- * after it, since only storing allocates state).
- */
-static inline void
-release_fresh_row(EddyJoinState *js)
-{
-	if (js->fresh_row != NULL && !js->fresh_row->kept &&
-		js->state.ptr == js->row_mark_after && js->state.end == js->row_mark_end)
-		js->state.ptr = js->row_mark;
-	js->fresh_row = NULL;
-}
 
 TupleTableSlot *
 EddyJoinNext(EddyJoinState *js)
@@ -1215,8 +1494,11 @@ EddyJoinNext(EddyJoinState *js)
 		{
 			/* a point of stasis: nothing in flight references transient memory */
 			EddyArenaRewind(&js->transient);
-			release_fresh_row(js);
-			memset(js->loaded, 0, sizeof(EddyRow *) * js->nsources);
+			if (js->loaded_any)
+			{
+				memset(js->loaded, 0, sizeof(EddyRow *) * js->nsources);
+				js->loaded_any = false;
+			}
 			t = read_source(js);
 			if (t == NULL)
 				return NULL;
@@ -1272,13 +1554,15 @@ EddyJoinNext(EddyJoinState *js)
 				t->done |= UINT64CONST(1) << (choice / 2);
 				continue;
 			}
-			(void) start_join(js, m, dir, t);
+			t = start_join(js, m, dir, t);
 			if (timed)
 			{
 				m->stats[dir].cost_ns += eddy_now_ns() - start;
 				m->stats[dir].samples++;
 			}
-			break;
+			if (t == NULL)
+				break;
+			/* a unique probe's one result goes on at once */
 		}
 	}
 }
@@ -1329,7 +1613,6 @@ EddyJoinRescan(EddyJoinState *js)
 	js->next_source = 0;
 	EddyArenaReset(&js->transient);
 	EddyArenaReset(&js->state);
-	js->fresh_row = NULL;
 	memset(js->loaded, 0, sizeof(EddyRow *) * js->nsources);
 	for (i = 0; i < js->nmodules; i++)
 	{

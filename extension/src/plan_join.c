@@ -149,6 +149,33 @@ typedef struct NestLoopIndex
 } NestLoopIndex;
 
 /*
+ * The join clauses a parameterized path of an appendrel (inheritance,
+ * partitioning, UNION ALL) enforces.  Its ParamPathInfo lists none: each
+ * child enforces them, translated to the child.  They are the parent's join
+ * clauses that the parameterization allows to move into the rel, and the
+ * equivalence-class equalities between the rel and its required outer rels.
+ */
+static List *
+appendrel_param_clauses(PlannerInfo *root, Path *path)
+{
+	RelOptInfo *rel = path->parent;
+	Relids		outer = PATH_REQ_OUTER(path);
+	Relids		joinrelids = bms_union(rel->relids, outer);
+	List	   *result = NIL;
+	ListCell   *lc;
+
+	foreach(lc, rel->joininfo)
+	{
+		RestrictInfo *rinfo = lfirst_node(RestrictInfo, lc);
+
+		if (join_clause_is_movable_into(rinfo, rel->relids, joinrelids))
+			result = lappend(result, rinfo);
+	}
+	return list_concat(result,
+					   generate_join_implied_equalities(root, joinrelids, outer, rel));
+}
+
+/*
  * Collect the clauses PostgreSQL's plan enforces at and above the scans
  * (top down), the same clauses in the order it evaluates them on a tuple
  * (evalorder: below before above; at one join, its hash or merge clauses,
@@ -161,7 +188,12 @@ collect_path_clauses(PlannerInfo *root, Path *path, List **clauses, List **evalo
 	check_stack_depth();
 
 	if (path->param_info)
+	{
 		*clauses = list_concat_unique_ptr(*clauses, path->param_info->ppi_clauses);
+		if (IsA(path, AppendPath) || IsA(path, MergeAppendPath))
+			*clauses = list_concat_unique_ptr(*clauses,
+											  appendrel_param_clauses(root, path));
+	}
 
 	switch (nodeTag(path))
 	{
@@ -235,8 +267,13 @@ collect_path_clauses(PlannerInfo *root, Path *path, List **clauses, List **evalo
 	}
 	/* a parameterized path enforces these join clauses itself */
 	if (path->param_info)
-		*evalorder = list_concat_unique_ptr(*evalorder,
-											EddyOrderQualClauses(root, path->param_info->ppi_clauses));
+	{
+		List	   *ppi = list_copy(path->param_info->ppi_clauses);
+
+		if (IsA(path, AppendPath) || IsA(path, MergeAppendPath))
+			ppi = list_concat_unique_ptr(ppi, appendrel_param_clauses(root, path));
+		*evalorder = list_concat_unique_ptr(*evalorder, EddyOrderQualClauses(root, ppi));
+	}
 }
 
 /*
@@ -1016,6 +1053,9 @@ eddy_plan_join_path(PlannerInfo *root, RelOptInfo *joinrel,
 	List	   *sel_prereq_rels = NIL;	/* per selection: relations whose earlier
 										 * selections must run first, or -1 */
 	int		   *first_col = palloc(sizeof(int) * jp->nrels);
+	List	  **scan_quals = palloc0(sizeof(List *) * jp->nrels);	/* restrictions
+																	 * a source's
+																	 * scan keeps */
 	int			plan_i = 0;
 	int			i;
 	uint32		all_rels = (jp->nrels >= 32) ? ~0u : ((1u << jp->nrels) - 1);
@@ -1035,6 +1075,8 @@ eddy_plan_join_path(PlannerInfo *root, RelOptInfo *joinrel,
 		{
 			Plan	   *child = list_nth(custom_plans, plan_i);
 			List	   *routed = route_scan_quals(root, rel, child);
+
+			scan_quals[i] = list_difference_ptr(rel->baserestrictinfo, routed);
 
 			/* routed restriction clauses come first, in PostgreSQL's order */
 			foreach(lc2, routed)
@@ -1227,8 +1269,22 @@ eddy_plan_join_path(PlannerInfo *root, RelOptInfo *joinrel,
 						kexprs = lappend(kexprs, clause_side(rinfo, jp->rels[rel]->relid));
 						kops = lappend_oid(kops, op);
 					}
-					unique = ok && relation_has_unique_index_for(root, jp->rels[rel], NIL,
-																 kexprs, kops);
+					if (ok)
+					{
+						/*
+						 * relation_has_unique_index_for also counts the
+						 * rel's `column = constant` restrictions; only those
+						 * its scan keeps hold for every tuple in the STAIR
+						 * (routed ones run in the eddy, maybe after the join;
+						 * a relation reached by an index join keeps none).
+						 */
+						List	   *saved = jp->rels[rel]->baserestrictinfo;
+
+						jp->rels[rel]->baserestrictinfo = scan_quals[rel];
+						unique = relation_has_unique_index_for(root, jp->rels[rel], NIL,
+															   kexprs, kops);
+						jp->rels[rel]->baserestrictinfo = saved;
+					}
 				}
 				uniq = lappend(uniq, makeInteger(unique ? 1 : 0));
 			}

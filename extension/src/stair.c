@@ -19,6 +19,7 @@
 #include "stair.h"
 
 #include "common/hashfn.h"
+#include "executor/nodeHash.h"
 #include "miscadmin.h"
 #include "nodes/pg_list.h"
 #include "utils/lsyscache.h"
@@ -26,14 +27,16 @@
 
 #define STAIR_INITIAL_BUCKETS	1024
 /*
- * Arena blocks are EDDY_ARENA_BLOCK bytes.  A backend keeps up to
- * EDDY_ARENA_POOL_MAX bytes of blocks that finished queries gave back, in
- * TopMemoryContext, and hands them to the next query's arenas: memory the
- * allocator returned to the operating system at the end of every query
- * would otherwise be faulted in page by page again by the next one, and
- * those page faults were most of a join eddy's cost over a hash join.
- * Blocks return to the pool through a reset callback of the arena's memory
- * context, so an error does not leak them.
+ * Arena blocks are EDDY_ARENA_BLOCK bytes.  A backend keeps blocks that
+ * finished queries gave back, in TopMemoryContext, and hands them to the
+ * next query's arenas: memory the allocator returned to the operating
+ * system at the end of every query would otherwise be faulted in page by
+ * page again by the next one, and those page faults were most of a join
+ * eddy's cost over a hash join.  The pool holds at most what one hash table
+ * may use (work_mem × hash_mem_multiplier, as of the block's return) and
+ * never more than EDDY_ARENA_POOL_MAX: a session that once ran a large join
+ * does not keep its memory.  Blocks return to the pool through a reset
+ * callback of the arena's memory context, so an error does not leak them.
  */
 #define EDDY_ARENA_BLOCK		(64 * 1024)
 #define EDDY_ARENA_POOL_MAX		(64 * 1024 * 1024)
@@ -58,7 +61,8 @@ arena_pool_put(char *block)
 		arena_pool_max = EDDY_ARENA_POOL_MAX / EDDY_ARENA_BLOCK;
 		arena_pool = MemoryContextAlloc(TopMemoryContext, sizeof(char *) * arena_pool_max);
 	}
-	if (arena_pool_n < arena_pool_max)
+	if (arena_pool_n < arena_pool_max &&
+		(size_t) (arena_pool_n + 1) * EDDY_ARENA_BLOCK <= get_hash_memory_limit())
 		arena_pool[arena_pool_n++] = block;
 	else
 		pfree(block);

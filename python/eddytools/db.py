@@ -105,3 +105,17 @@ def eddy_reasons(conn: psycopg.Connection, query: str) -> list[str]:
         conn.execute("RESET client_min_messages")
         conn.remove_notice_handler(handler)
     return messages
+
+
+def backend_memory(conn: psycopg.Connection) -> tuple[int, int]:
+    """The memory of ``conn``'s backend: the total bytes of its memory
+    contexts (pg_backend_memory_contexts) and its private resident memory in
+    kB (RssAnon of /proc/<pid>/status, which leaves out shared buffers).
+    The server must run on this machine under the caller's OS user (or the
+    caller is root)."""
+    total = sql_value(conn, "SELECT sum(total_bytes)::bigint FROM pg_backend_memory_contexts")
+    pid = conn.info.backend_pid
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("RssAnon:"):
+            return int(total), int(line.split()[1])
+    raise LookupError(f"no RssAnon in /proc/{pid}/status")

@@ -115,6 +115,36 @@ SELECT count(*) FROM many(300000) m JOIN ja ON ja.id = m;
 RESET eddy.max_memory;
 DROP FUNCTION many(int);
 
+-- unique sides: a probe that finds its match stores nothing; a tuple that
+-- passed a selection before its join, and text keys, are stored whole
+CREATE TABLE ju1 (id int PRIMARY KEY, t text UNIQUE, v int);
+CREATE TABLE ju2 (id int PRIMARY KEY, t text UNIQUE, v int);
+INSERT INTO ju1 SELECT g, 'k' || g, g % 7 FROM generate_series(1, 3000) g;
+INSERT INTO ju2 SELECT g, 'k' || g, g % 5 FROM generate_series(1, 3000, 2) g;
+ANALYZE ju1, ju2;
+SET eddy.selection_min_cost = 0;
+SET enable_mergejoin = off;
+SET enable_nestloop = off;
+EXPLAIN (COSTS OFF)
+SELECT count(*), sum(ju1.v + ju2.v) FROM ju1 JOIN ju2 ON ju1.id = ju2.id
+  JOIN ja ON ja.id = ju1.id WHERE delay(ju2.v, 0) < 4 AND delay(ju1.v, 0) > 1;
+SELECT count(*), sum(ju1.v + ju2.v) FROM ju1 JOIN ju2 ON ju1.id = ju2.id
+  JOIN ja ON ja.id = ju1.id WHERE delay(ju2.v, 0) < 4 AND delay(ju1.v, 0) > 1;
+SELECT count(*), sum(ju1.v + ju2.v) FROM ju1 JOIN ju2 ON ju1.t = ju2.t
+  WHERE delay(ju2.v, 0) < 4;
+SELECT count(*), sum(ju1.v * ju2.id) FROM ju1 JOIN ju2 ON ju1.id = ju2.id;
+SET eddy.enabled = off;
+SELECT count(*), sum(ju1.v + ju2.v) FROM ju1 JOIN ju2 ON ju1.id = ju2.id
+  JOIN ja ON ja.id = ju1.id WHERE delay(ju2.v, 0) < 4 AND delay(ju1.v, 0) > 1;
+SELECT count(*), sum(ju1.v + ju2.v) FROM ju1 JOIN ju2 ON ju1.t = ju2.t
+  WHERE delay(ju2.v, 0) < 4;
+SELECT count(*), sum(ju1.v * ju2.id) FROM ju1 JOIN ju2 ON ju1.id = ju2.id;
+RESET eddy.enabled;
+RESET enable_mergejoin;
+RESET enable_nestloop;
+RESET eddy.selection_min_cost;
+DROP TABLE ju1, ju2;
+
 -- an index-joined relation's restrictions keep PostgreSQL's order (by cost,
 -- not as written): the division, which may raise, runs after the cheaper
 -- LIKE that PostgreSQL runs first and that rejects every row here (found by
