@@ -31,6 +31,12 @@
 #                    /opt/pg-valgrind, from Debian's source package); fails if
 #                    any memory error involves the extension.  Slow (not part
 #                    of make test); see tests/valgrind/run.sh
+#   make fuzz        randomized differential testing, long form: a throwaway
+#                    server with the assert-enabled extension, FUZZ_QUERIES
+#                    generated queries (seed FUZZ_SEED, FUZZ_SETTINGS settings
+#                    each; FUZZ_MINUTES caps the run); failures are minimised
+#                    into FUZZ_SAVE (default tests/regressions) and the summary
+#                    written to FUZZ_REPORT
 #   make clean
 #
 # Run as root on a fresh Debian 12 machine, or as a user who can install
@@ -44,7 +50,7 @@ VENV ?= .venv
 PYTHON ?= /usr/bin/python3
 export PG_BINDIR PG_CONFIG
 
-.PHONY: all build install test pgregress bench load valgrind sysdeps venv clean
+.PHONY: all build install test pgregress bench load valgrind fuzz sysdeps venv clean
 
 all: build
 
@@ -144,6 +150,25 @@ load: sysdeps venv
 VG_PREFIX ?= /opt/pg-valgrind
 valgrind: venv
 	VENV=$(abspath $(VENV)) VG_PREFIX=$(VG_PREFIX) tests/valgrind/run.sh
+
+FUZZ_QUERIES ?= 5000
+FUZZ_SEED ?= 1
+FUZZ_SETTINGS ?= 8
+FUZZ_MINUTES ?= 0
+FUZZ_PORT ?= 25435
+FUZZ_SERVER ?= /tmp/eddy-fuzz-server
+FUZZ_SAVE ?= tests/regressions
+FUZZ_REPORT ?= /tmp/eddy-fuzz-report.json
+fuzz: sysdeps venv
+	$(MAKE) -C extension clean PG_CONFIG=$(PG_CONFIG)
+	$(MAKE) -C extension install EDDY_ASSERT=1 PG_CONFIG=$(PG_CONFIG)
+	@trap 'tests/pgserver.sh stop $(FUZZ_SERVER)' EXIT INT TERM; \
+	tests/pgserver.sh start $(FUZZ_SERVER) $(FUZZ_PORT) || exit 1; \
+	$(VENV)/bin/python -m eddytools.fuzz \
+	  --dsn "host=$(FUZZ_SERVER) port=$(FUZZ_PORT) user=postgres dbname=postgres" \
+	  --queries $(FUZZ_QUERIES) --seed $(FUZZ_SEED) --settings $(FUZZ_SETTINGS) \
+	  --minutes $(FUZZ_MINUTES) --save $(FUZZ_SAVE) --report $(FUZZ_REPORT); \
+	status=$$?; tests/pgserver.sh stop $(FUZZ_SERVER); trap - EXIT INT TERM; exit $$status
 
 clean:
 	$(MAKE) -C extension clean PG_CONFIG=$(PG_CONFIG)

@@ -99,6 +99,7 @@ typedef struct EddyJoinPath
 	List	   *selections;		/* RestrictInfos routed as selections */
 	PathTarget **targets;		/* per relation: columns the eddy needs */
 	List	   *source_order;	/* relation indexes, PostgreSQL's build order */
+	List	   *clause_order;	/* the clauses in PostgreSQL's evaluation order */
 } EddyJoinPath;
 
 static Plan *eddy_plan_join_path(PlannerInfo *root, RelOptInfo *rel,
@@ -175,11 +176,13 @@ appendrel_param_clauses(PlannerInfo *root, Path *path)
 }
 
 /*
- * Collect the clauses PostgreSQL's plan enforces at and above the scans,
- * and its index nested loops.
+ * Collect the clauses PostgreSQL's plan enforces at and above the scans
+ * (top down), the same clauses in the order it evaluates them on a tuple
+ * (evalorder: below before above; at one join, its hash or merge clauses,
+ * then the rest by cost), and its index nested loops.
  */
 static void
-collect_path_clauses(PlannerInfo *root, Path *path, List **clauses,
+collect_path_clauses(PlannerInfo *root, Path *path, List **clauses, List **evalorder,
 					 List **nestloops, List **preferred)
 {
 	check_stack_depth();
@@ -199,6 +202,7 @@ collect_path_clauses(PlannerInfo *root, Path *path, List **clauses,
 		case T_HashPath:
 			{
 				JoinPath   *jp = (JoinPath *) path;
+				List	   *first = NIL;
 
 				*clauses = list_concat_unique_ptr(*clauses, jp->joinrestrictinfo);
 				/* the clauses PostgreSQL joins on: preferred tree edges */
@@ -226,33 +230,109 @@ collect_path_clauses(PlannerInfo *root, Path *path, List **clauses,
 						*nestloops = lappend(*nestloops, nl);
 					}
 				}
-				collect_path_clauses(root, jp->outerjoinpath, clauses, nestloops, preferred);
-				collect_path_clauses(root, jp->innerjoinpath, clauses, nestloops, preferred);
+				collect_path_clauses(root, jp->outerjoinpath, clauses, evalorder, nestloops, preferred);
+				collect_path_clauses(root, jp->innerjoinpath, clauses, evalorder, nestloops, preferred);
+				if (IsA(path, HashPath))
+					first = ((HashPath *) path)->path_hashclauses;
+				else if (IsA(path, MergePath))
+					first = ((MergePath *) path)->path_mergeclauses;
+				*evalorder = list_concat_unique_ptr(*evalorder, first);
+				*evalorder = list_concat_unique_ptr(*evalorder,
+													EddyOrderQualClauses(root,
+																		 list_difference_ptr(jp->joinrestrictinfo, first)));
 			}
 			break;
 		case T_MaterialPath:
-			collect_path_clauses(root, ((MaterialPath *) path)->subpath, clauses, nestloops, preferred);
+			collect_path_clauses(root, ((MaterialPath *) path)->subpath, clauses, evalorder, nestloops, preferred);
 			break;
 		case T_MemoizePath:
-			collect_path_clauses(root, ((MemoizePath *) path)->subpath, clauses, nestloops, preferred);
+			collect_path_clauses(root, ((MemoizePath *) path)->subpath, clauses, evalorder, nestloops, preferred);
 			break;
 		case T_SortPath:
 		case T_IncrementalSortPath:
-			collect_path_clauses(root, ((SortPath *) path)->subpath, clauses, nestloops, preferred);
+			collect_path_clauses(root, ((SortPath *) path)->subpath, clauses, evalorder, nestloops, preferred);
 			break;
 		case T_GatherPath:
-			collect_path_clauses(root, ((GatherPath *) path)->subpath, clauses, nestloops, preferred);
+			collect_path_clauses(root, ((GatherPath *) path)->subpath, clauses, evalorder, nestloops, preferred);
 			break;
 		case T_GatherMergePath:
-			collect_path_clauses(root, ((GatherMergePath *) path)->subpath, clauses, nestloops, preferred);
+			collect_path_clauses(root, ((GatherMergePath *) path)->subpath, clauses, evalorder, nestloops, preferred);
 			break;
 		case T_ProjectionPath:
-			collect_path_clauses(root, ((ProjectionPath *) path)->subpath, clauses, nestloops, preferred);
+			collect_path_clauses(root, ((ProjectionPath *) path)->subpath, clauses, evalorder, nestloops, preferred);
 			break;
 		default:
 			/* a scan of a base relation: its restrictions stay with it */
 			break;
 	}
+	/* a parameterized path enforces these join clauses itself */
+	if (path->param_info)
+	{
+		List	   *ppi = list_copy(path->param_info->ppi_clauses);
+
+		if (IsA(path, AppendPath) || IsA(path, MergeAppendPath))
+			ppi = list_concat_unique_ptr(ppi, appendrel_param_clauses(root, path));
+		*evalorder = list_concat_unique_ptr(*evalorder, EddyOrderQualClauses(root, ppi));
+	}
+}
+
+/*
+ * The selections in PostgreSQL's evaluation order: clauses it evaluates at
+ * a join or a parameterized scan in that order (clause_order), after the
+ * restriction clauses of index-joined relations (evaluated on their scans),
+ * which keep their order.  A selection that may raise runs after the ones
+ * before it (see eddy_plan_join_path), so a clause PostgreSQL evaluates
+ * first still guards it.
+ */
+static List *
+selections_in_evaluation_order(EddyJoinPath *jp)
+{
+	int			n = list_length(jp->selections);
+	ListCell  **cells;
+	int		   *rank;
+	List	   *result = NIL;
+	int			i;
+
+	if (n <= 1)
+		return list_copy(jp->selections);
+	cells = palloc(n * sizeof(ListCell *));
+	rank = palloc(n * sizeof(int));
+	for (i = 0; i < n; i++)
+	{
+		Node	   *clause = list_nth(jp->selections, i);
+		int			k = 0;
+		ListCell   *lc;
+
+		rank[i] = -1;
+		foreach(lc, jp->clause_order)
+		{
+			if (lfirst(lc) == clause)
+			{
+				rank[i] = k;
+				break;
+			}
+			k++;
+		}
+		cells[i] = list_nth_cell(jp->selections, i);
+	}
+	/* stable insertion sort by rank */
+	for (i = 1; i < n; i++)
+	{
+		ListCell   *cell = cells[i];
+		int			r = rank[i];
+		int			j;
+
+		for (j = i; j > 0 && rank[j - 1] > r; j--)
+		{
+			cells[j] = cells[j - 1];
+			rank[j] = rank[j - 1];
+		}
+		cells[j] = cell;
+		rank[j] = r;
+	}
+	for (i = 0; i < n; i++)
+		result = lappend(result, lfirst(cells[i]));
+	return result;
 }
 
 /*
@@ -594,7 +674,9 @@ EddyCreateJoinPath(PlannerInfo *root, RelOptInfo *joinrel, List *initial_rels)
 	foreach(lc, initial_rels)
 		jp->rels[i++] = lfirst(lc);
 
-	collect_path_clauses(root, joinrel->cheapest_total_path, &clauses, &nestloops, &preferred);
+	jp->clause_order = NIL;
+	collect_path_clauses(root, joinrel->cheapest_total_path, &clauses, &jp->clause_order,
+						 &nestloops, &preferred);
 	build_order(jp, joinrel->cheapest_total_path, &jp->source_order);
 	for (i = 0; i < jp->nrels; i++)
 		if (!list_member_int(jp->source_order, i))
@@ -746,7 +828,9 @@ EddyCreateJoinPath(PlannerInfo *root, RelOptInfo *joinrel, List *initial_rels)
 
 	/*
 	 * An index join's key clauses that the index cannot use are selections;
-	 * so are all restriction clauses of a relation nothing scans.
+	 * so are all restriction clauses of a relation nothing scans, in the
+	 * order PostgreSQL evaluates them on a scan (a clause that may raise runs
+	 * after the ones listed before it, which may guard it).
 	 */
 	for (i = 0; i < jp->nrels; i++)
 		jp->scanned[i] = true;
@@ -764,7 +848,7 @@ EddyCreateJoinPath(PlannerInfo *root, RelOptInfo *joinrel, List *initial_rels)
 				selections = lappend(selections, lfirst(lc2));
 		}
 		selections = list_concat(selections,
-								 list_copy(jp->rels[e->index_into]->baserestrictinfo));
+								 EddyOrderQualClauses(root, jp->rels[e->index_into]->baserestrictinfo));
 	}
 
 	jp->edges = edges;
@@ -1041,8 +1125,12 @@ eddy_plan_join_path(PlannerInfo *root, RelOptInfo *joinrel,
 		sources = lappend(sources, source);
 	}
 
-	/* Selections over several relations, and of index-joined relations */
-	foreach(lc, jp->selections)
+	/*
+	 * Selections over several relations, and of index-joined relations, in
+	 * PostgreSQL's evaluation order: the ones that may raise run in this
+	 * order, so a clause PostgreSQL runs first still guards a later one.
+	 */
+	foreach(lc, selections_in_evaluation_order(jp))
 	{
 		RestrictInfo *rinfo = lfirst_node(RestrictInfo, lc);
 		uint32		rels = rel_mask(jp, rinfo->clause_relids);
