@@ -803,6 +803,10 @@ EddyJoinBegin(CustomScanState *node, EState *estate, int eflags)
 
 				m->stair[0] = StairCreateInArena(&m->keys, 0, &js->state);
 				m->stair[1] = StairCreateInArena(&m->keys, 1, &js->state);
+				if (m->unique[0])
+					StairSetUnique(m->stair[0]);
+				if (m->unique[1])
+					StairSetUnique(m->stair[1]);
 				/* size the bucket arrays from the planner's estimates */
 				m->est_rows[0] = floatVal(linitial((List *) list_nth(md, 7)));
 				m->est_rows[1] = floatVal(lsecond((List *) list_nth(md, 7)));

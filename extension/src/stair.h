@@ -24,6 +24,12 @@
  * buckets.  Everything lives in the memory context given at creation, so
  * its size is the STAIR's memory use.
  *
+ * A STAIR whose keys are known to be unique (StairSetUnique: the eddy's
+ * single-relation sides with a unique index on the join keys) needs no
+ * groups: its entries carry their hash and sit directly in the buckets'
+ * chains, 16 bytes smaller each, since a STAIR's footprint is most of a
+ * probe's cost (cache misses).
+ *
  *-------------------------------------------------------------------------
  */
 #ifndef EDDY_STAIR_H
@@ -115,12 +121,26 @@ typedef struct StairGroup
 	StairEntry *entries;
 } StairGroup;
 
+/*
+ * An entry of a unique STAIR (StairSetUnique): its keys are unique, so it
+ * needs no group; it sits directly in its bucket's chain, with its hash.
+ */
+typedef struct StairUniqueEntry
+{
+	struct StairUniqueEntry *next;	/* in the same bucket */
+	void	   *payload;
+	uint32		hash;
+	Datum		keys[FLEXIBLE_ARRAY_MEMBER];
+} StairUniqueEntry;
+
 typedef struct Stair
 {
 	StairJoinKeys *keys;
 	int			side;			/* which side of keys this STAIR stores */
 	MemoryContext mcxt;			/* entries, groups and buckets live here */
 	EddyArena  *arena;			/* if set, entries and groups come from it */
+	bool		unique;			/* keys are unique: StairUniqueEntry chains
+								 * in the buckets, no groups */
 	StairGroup **buckets;
 	uint32		nbuckets;		/* power of two */
 	uint64		ngroups;
@@ -135,8 +155,10 @@ typedef struct Stair
 typedef struct StairProbe
 {
 	Stair	   *stair;
-	StairEntry *next;			/* next candidate of the matching group */
+	StairEntry *next;			/* next candidate of the matching group (in a
+								 * unique STAIR, a StairUniqueEntry) */
 	Datum	   *keys;			/* probe key values (other side) */
+	uint32		hash;			/* their hash */
 } StairProbe;
 
 extern void StairJoinKeysInit(StairJoinKeys *keys, List *opnos,
@@ -152,5 +174,6 @@ extern void *StairProbeNext(StairProbe *probe);
 extern void StairReset(Stair *stair);
 extern void StairClear(Stair *stair);
 extern void StairPresize(Stair *stair, double nentries);
+extern void StairSetUnique(Stair *stair);
 
 #endif							/* EDDY_STAIR_H */
