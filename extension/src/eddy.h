@@ -100,6 +100,7 @@ extern const char *EddyPolicyName(EddyRoutingPolicy policy);
 
 /* planner.c */
 extern void EddyPlannerInit(void);
+extern bool EddyExtensionCreated(void);
 extern int	EddyUserSecurityLevel(List *clauses);
 extern List *EddyOrderQualClauses(PlannerInfo *root, List *clauses);
 extern bool EddyClauseIsCandidate(PlannerInfo *root, RestrictInfo *rinfo,

@@ -539,6 +539,11 @@ init_hash_slots(EddyJoinState *js)
 {
 	int			mi;
 
+	for (mi = 0; mi < js->nsources; mi++)
+	{
+		js->sources[mi].nslot_stairs = palloc0(sizeof(int) * EDDY_MAX_HASH_SLOTS);
+		js->sources[mi].slot_stairs = palloc0(sizeof(Stair **) * EDDY_MAX_HASH_SLOTS);
+	}
 	for (mi = 0; mi < js->nmodules; mi++)
 	{
 		JModule    *m = &js->modules[mi];
@@ -574,34 +579,15 @@ init_hash_slots(EddyJoinState *js)
 			}
 			if (m->hslot[side] < 0 && src->nhash < EDDY_MAX_HASH_SLOTS)
 				m->hslot[side] = src->nhash++;
-		}
-	}
+			if (m->hslot[side] >= 0)
+			{
+				/* per slot, the STAIRs a row's hash probes: prefetched together */
+				int			h = m->hslot[side];
 
-	/* per slot, the STAIRs a row's hash probes: prefetched together */
-	for (mi = 0; mi < js->nsources; mi++)
-	{
-		JSource    *src = &js->sources[mi];
-
-		src->nslot_stairs = palloc0(sizeof(int) * Max(src->nhash, 1));
-		src->slot_stairs = palloc0(sizeof(Stair **) * Max(src->nhash, 1));
-	}
-	for (mi = 0; mi < js->nmodules; mi++)
-	{
-		JModule    *m = &js->modules[mi];
-		int			side;
-
-		if (m->type != EDDY_MODULE_HASH_JOIN)
-			continue;
-		for (side = 0; side < 2; side++)
-		{
-			JSource    *src = &js->sources[m->rel[side]];
-			int			h = m->hslot[side];
-
-			if (h < 0)
-				continue;
-			if (src->slot_stairs[h] == NULL)
-				src->slot_stairs[h] = palloc(sizeof(Stair *) * 2 * js->nmodules);
-			src->slot_stairs[h][src->nslot_stairs[h]++] = m->stair[1 - side];
+				if (src->slot_stairs[h] == NULL)
+					src->slot_stairs[h] = palloc(sizeof(Stair *) * 2 * js->nmodules);
+				src->slot_stairs[h][src->nslot_stairs[h]++] = m->stair[1 - side];
+			}
 		}
 	}
 }

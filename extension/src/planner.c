@@ -68,8 +68,8 @@ EddyPlannerInit(void)
  * there.  The lookup is an index probe of pg_extension; it runs only for
  * blocks that would otherwise get an eddy.
  */
-static bool
-eddy_extension_created(void)
+bool
+EddyExtensionCreated(void)
 {
 	return OidIsValid(get_extension_oid("eddy", true));
 }
@@ -389,7 +389,7 @@ eddy_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
 			 get_rel_name(rte->relid), reason);
 		return;
 	}
-	if (!eddy_extension_created())
+	if (!EddyExtensionCreated())
 		return;
 
 	source_targets(root, rel, user_level, &exact_target, &physical_target);
@@ -500,7 +500,7 @@ eddy_join_search(PlannerInfo *root, int levels_needed, List *initial_rels)
 			 list_length(initial_rels), reason);
 		return final_rel;
 	}
-	if (!eddy_extension_created())
+	if (!EddyExtensionCreated())
 		return final_rel;
 
 	path = EddyCreateJoinPath(root, final_rel, initial_rels);

@@ -108,7 +108,6 @@
 #include "eddy.h"
 
 #include "commands/explain.h"
-#include "commands/extension.h"
 #include "executor/executor.h"
 #include "miscadmin.h"
 #include "nodes/extensible.h"
@@ -275,13 +274,6 @@ EddyShjInit(void)
  * ----------------------------------------------------------------
  */
 
-/* Is the extension created in the current database?  (planner.c's test) */
-static bool
-shj_extension_created(void)
-{
-	return OidIsValid(get_extension_oid("eddy", true));
-}
-
 /* A path the static symmetric hash join replaces */
 static bool
 shj_is_candidate(Path *path)
@@ -352,7 +344,7 @@ shj_set_join_pathlist(PlannerInfo *root, RelOptInfo *joinrel,
 		if (shj_is_candidate((Path *) lfirst(lc)))
 			found = true;
 	}
-	if (!found || !shj_extension_created())
+	if (!found || !EddyExtensionCreated())
 		return;
 
 	/* in place: the list stays sorted, since costs do not change */

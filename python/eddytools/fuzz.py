@@ -61,14 +61,12 @@ from sqlglot import exp
 
 from eddytools.db import connect, eddy_nodes, explain_json, multiset, set_gucs
 from eddytools.joingen import (
-    COMPOSITE_KEYS,
     PARTITIONED,
     TABLES,
     JoinQueryGenerator,
     JoinSchema,
     _and,
     _col,
-    _Edge,
     _num,
     _paren,
 )
@@ -265,42 +263,7 @@ class FuzzQueryGenerator(JoinQueryGenerator):
         shape, tree_pairs, extra_pairs = self._shape(n)
         rels = self._relations_for(n, shape)
         aliases = [f"{prefix}{k + 1}" for k in range(n)]
-        size = lambda k: len(self.schema.relations[rels[k]].rows)  # noqa: E731
-
-        def make_tree() -> list[_Edge]:
-            edges = []
-            for i, j in tree_pairs:
-                r = rng.random()
-                if r < 0.02:
-                    edges.append(_Edge(i, j, None, size(i), size(j)))
-                elif r < 0.05:
-                    edges.append(_Edge(i, j, self._theta(aliases[i], aliases[j]),
-                                       size(i), size(j)))
-                elif r < 0.13:
-                    cols = list(rng.choice(COMPOSITE_KEYS))
-                    rng.shuffle(cols)
-                    pred = _and([exp.EQ(this=_col(aliases[i], c), expression=_col(aliases[j], c))
-                                 for c in cols])
-                    edges.append(_Edge(i, j, pred, min(self._freq(rels[i], c) for c in cols),
-                                       min(self._freq(rels[j], c) for c in cols)))
-                else:
-                    pred, fi, fj = self._equi(aliases[i], rels[i], aliases[j], rels[j])
-                    edges.append(_Edge(i, j, pred, fi, fj))
-            return edges
-
-        tree = make_tree()
-        for _ in range(10):
-            if self._bound(n, rels, tree) <= self.BUDGET:
-                break
-            tree = make_tree()
-        order = list(range(len(tree)))
-        rng.shuffle(order)
-        for k in order:
-            if self._bound(n, rels, tree) <= self.BUDGET:
-                break
-            e = tree[k]
-            tree[k] = _Edge(e.i, e.j, exp.EQ(this=_col(aliases[e.i], "id"),
-                                             expression=_col(aliases[e.j], "id")), 1, 1)
+        tree = self._tree(n, rels, aliases, tree_pairs, (0.02, 0.05, 0.13))
 
         extra: list[exp.Expression] = []
         for i, j in extra_pairs:

@@ -454,26 +454,30 @@ class JoinQueryGenerator:
         return rng.choice(options)()
 
     # -- the query -------------------------------------------------------
-    def query(self) -> GeneratedJoinQuery:
+    def _tree(self, n: int, rels: list[str], aliases: list[str],
+              tree_pairs: list[tuple[int, int]],
+              odds: tuple[float, float, float]) -> list[_Edge]:
+        """The join predicates of the spanning tree's edges: a cross product, a
+        non-equi join or a composite key with the cumulative odds given, else
+        an equi-join.  Drawn again (up to ten times) while the result could
+        exceed BUDGET rows; still too large, edges become joins on the unique
+        ids, one by one."""
         rng = self.rng
-        self.count += 1
-        n = rng.choice([2, 2, 3, 3, 4, 4, 5, 6])
-        rels = self._relations(n)
-        aliases = [f"t{k + 1}" for k in range(n)]
-        shape, tree_pairs, extra_pairs = self._graph(n)
+        cross, theta, composite = odds
+
+        def size(k: int) -> int:
+            return len(self.schema.relations[rels[k]].rows)
 
         def make_tree() -> list[_Edge]:
             edges = []
             for i, j in tree_pairs:
                 r = rng.random()
-                if r < 0.03:
-                    edges.append(_Edge(i, j, None, len(self.schema.relations[rels[i]].rows),
-                                       len(self.schema.relations[rels[j]].rows)))
-                elif r < 0.06:
+                if r < cross:
+                    edges.append(_Edge(i, j, None, size(i), size(j)))
+                elif r < theta:
                     edges.append(_Edge(i, j, self._theta(aliases[i], aliases[j]),
-                                       len(self.schema.relations[rels[i]].rows),
-                                       len(self.schema.relations[rels[j]].rows)))
-                elif r < 0.16:
+                                       size(i), size(j)))
+                elif r < composite:
                     # a composite key, its columns in either order
                     cols = list(rng.choice(COMPOSITE_KEYS))
                     rng.shuffle(cols)
@@ -494,12 +498,23 @@ class JoinQueryGenerator:
             tree = make_tree()
         order = list(range(len(tree)))
         rng.shuffle(order)
-        for k in order:  # still too large: join on the unique ids, edge by edge
+        for k in order:
             if self._bound(n, rels, tree) <= self.BUDGET:
                 break
             e = tree[k]
             tree[k] = _Edge(e.i, e.j, exp.EQ(this=_col(aliases[e.i], "id"),
                                              expression=_col(aliases[e.j], "id")), 1, 1)
+        return tree
+
+    def query(self) -> GeneratedJoinQuery:
+        rng = self.rng
+        self.count += 1
+        n = rng.choice([2, 2, 3, 3, 4, 4, 5, 6])
+        rels = self._relations(n)
+        aliases = [f"t{k + 1}" for k in range(n)]
+        shape, tree_pairs, extra_pairs = self._graph(n)
+
+        tree = self._tree(n, rels, aliases, tree_pairs, (0.03, 0.06, 0.16))
         bound = self._bound(n, rels, tree)
 
         extra: list[exp.Expression] = []
