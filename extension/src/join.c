@@ -1252,7 +1252,7 @@ start_join(EddyJoinState *js, JModule *m, int dir, EddyTuple *t)
 		if (other->nentries > 0)
 		{
 			StairProbe	sp;
-			EddyTuple  *u;
+			void	   *u;			/* a STAIR payload: tuple or tagged row */
 
 			StairProbeBegin(&sp, other, hash, keys);
 			u = StairProbeNext(&sp);
@@ -1288,7 +1288,7 @@ start_join(EddyJoinState *js, JModule *m, int dir, EddyTuple *t)
 	return NULL;
 }
 
-/* The result of joining probe (routed into m in direction dir) with u */
+/* The result of joining probe (routed into m in direction dir) with a STAIR payload */
 static EddyTuple *
 join_tuples(EddyJoinState *js, JModule *m, int dir, EddyTuple *probe, void *payload)
 {
@@ -1334,7 +1334,7 @@ frame_next(EddyJoinState *js, JFrame *f)
 
 	if (m->type == EDDY_MODULE_HASH_JOIN)
 	{
-		EddyTuple  *u;
+		void	   *u;			/* a STAIR payload: tuple or tagged row */
 
 		if (f->sp.next == NULL)
 			return NULL;
