@@ -18,7 +18,7 @@ Module map (executor-side modules do no work at import time)::
     loader     orchestration and phases                     driver
     pg         connecting, planning, staging, swap          driver
     datasets   table specs, naming, splitting into parts    driver
-    session    the SparkSession and its explicit settings   driver
+    session    the SparkContext and its explicit settings   driver
     progress   stderr progress display                      driver
     tasks      one part: COPY into staging + ledger         executor
     wisconsin, rst, tpch, permutation   row generators      executor

@@ -232,11 +232,11 @@ def request_for(args: argparse.Namespace) -> LoadRequest:
     )
 
 
-def run(argv: list[str] | None = None, spark=None) -> Report:
+def run(argv: list[str] | None = None, spark=None, exiting: bool = False) -> Report:
     """Parse ``argv`` and load; raises :class:`LoaderError` (and ``SystemExit`` on bad
-    arguments, from argparse)."""
+    arguments, from argparse).  ``exiting``: see :func:`spark_loader.loader.load`."""
     args = build_parser().parse_args(argv)
-    report = load(request_for(args), spark=spark)
+    report = load(request_for(args), spark=spark, exiting=exiting)
     if args.summary_json:
         with open(args.summary_json, "w") as f:
             f.write(report.to_json() + "\n")
@@ -264,10 +264,11 @@ def format_report(report: Report) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None, spark=None) -> int:
-    """Entry point of ``python -m spark_loader`` and ``spark-loader``; returns the exit code."""
+def main(argv: list[str] | None = None, spark=None, exiting: bool = False) -> int:
+    """The command line; returns the exit code.  ``python -m spark_loader`` and
+    ``spark-loader`` call it with ``exiting=True`` (see :func:`spark_loader.loader.load`)."""
     try:
-        report = run(argv, spark=spark)
+        report = run(argv, spark=spark, exiting=exiting)
     except LoaderError as exc:
         partial = getattr(exc, "report", None)
         if partial is not None:

@@ -8,7 +8,7 @@ staging tables) and leaves the existing tables as they were.
 Phases (timed, reported):
 
 ``prepare``      connect, plan, create the staging tables
-``spark_start``  start the SparkSession (0 when one is passed in)
+``spark_start``  start the SparkContext (0 when one is passed in)
 ``load``         one Spark job: one task per part, each ``COPY``-ing into staging
 ``finish``       what remains after the job: per table ordering, primary key,
                  indexes, ``ANALYZE`` and the atomic swap
@@ -39,11 +39,11 @@ from spark_loader import pg, tpch
 from spark_loader.datasets import TableSpec, units
 from spark_loader.errors import LoaderError, LoadFailed
 from spark_loader.progress import Progress, human
-from spark_loader.session import DEFAULT_MASTER, build_session, ship_package
+from spark_loader.session import DEFAULT_MASTER, ship_package, spark_context, start_spark
 from spark_loader.tasks import PartResult, Unit, load_partition
 
 DEFAULT_PART_MB = 64.0
-TPCH_PART_MB = 384.0
+TPCH_PART_MB = 800.0
 
 
 @dataclass
@@ -100,15 +100,15 @@ class Report:
 def task_error(exc: BaseException) -> str:
     """The Python exception a Spark task died of (``Type: message``), from the text of
     the error PySpark raises on the driver; else the first line of that text."""
-    lines = str(exc).splitlines()
-    starts = [i for i, ln in enumerate(lines) if ln.lstrip().startswith("Traceback (most recent")]
-    if starts:
-        for line in lines[starts[-1] + 1:]:
+    text = str(exc)
+    marker = "Traceback (most recent call last):"
+    if marker in text:         # in a line of its own, or after Spark's "...worker: "
+        for line in text.rsplit(marker, 1)[1].splitlines()[1:]:
             if line.strip() and not line.startswith((" ", "\t")):
                 name, sep, message = line.partition(": ")
                 name = name.rsplit(".", 1)[-1]
                 return f"{name}: {message.strip()}" if sep else name
-    first = next((ln.strip() for ln in lines if ln.strip()), repr(exc))
+    first = next((ln.strip() for ln in text.splitlines() if ln.strip()), repr(exc))
     return first[:500]
 
 
@@ -127,11 +127,12 @@ def _skip_result(plan: pg.Plan) -> TableResult:
                        checksum=marker.get("checksum") if marker else None)
 
 
-def load(request: LoadRequest, spark=None) -> Report:
+def load(request: LoadRequest, spark=None, exiting: bool = False) -> Report:
     """Run one load; returns the report, raises :class:`LoaderError` on failure.
 
-    ``spark``: an existing SparkSession to use (it is left running); by default one
-    is started for ``request.master`` and stopped at the end.
+    ``spark``: an existing SparkContext (or SparkSession) to use, left running; by
+    default one is started for ``request.master`` and stopped at the end, unless
+    ``exiting`` says that the process ends right after: then the JVM ends with it.
     """
     out = Progress(request.progress)
     report = Report(request.dataset, request.schema)
@@ -164,9 +165,9 @@ def load(request: LoadRequest, spark=None) -> Report:
         t0 = time.monotonic()
         if spark is None:
             out.log(f"starting Spark ({request.master})")
-            spark = own_spark = build_session(request.master, request.spark_conf,
-                                              app_name=f"spark_loader {request.dataset}",
-                                              log_level=request.spark_log_level)
+            spark = own_spark = start_spark(request.master, request.spark_conf,
+                                            app_name=f"spark_loader {request.dataset}",
+                                            log_level=request.spark_log_level)
         ship_package(spark)
         report.timings["spark_start"] = time.monotonic() - t0
 
@@ -176,7 +177,7 @@ def load(request: LoadRequest, spark=None) -> Report:
         raise
     finally:
         conn.close()
-        if own_spark is not None:
+        if own_spark is not None and not exiting:
             own_spark.stop()
     report.timings["total"] = time.monotonic() - t_start
     order = {s.name: i for i, s in enumerate(request.tables)}
@@ -218,7 +219,7 @@ class _Pipeline:
 
     def __init__(self, spark, request: LoadRequest, todo: list[pg.Plan],
                  work: list[tuple[Unit, ...]], dsn: str, out: Progress, report: Report) -> None:
-        self.sc = spark.sparkContext
+        self.sc = spark_context(spark)
         self.request, self.work, self.dsn, self.out, self.report = (
             request, work, dsn, out, report)
         self.group = f"spark_loader-{uuid.uuid4().hex[:8]}"
@@ -279,7 +280,8 @@ class _Pipeline:
         try:
             with pg.connect(self.request.dsn) as conn:
                 done = pg.finish_table(conn, self.request.schema, plan, self.expected[name],
-                                       self.request.maintenance_work_mem, self.out.log)
+                                       self.request.maintenance_work_mem, self.out.log,
+                                       dsn=self.request.dsn)
         except (psycopg.Error, LoaderError) as exc:
             diag = getattr(exc, "diag", None)
             message = getattr(diag, "message_primary", None) or str(exc)

@@ -13,7 +13,8 @@ The life of one table ``T`` (all names schema-qualified, built with ``sql.Identi
    staging tables (or fail because they are gone), never into a later run's.
 3. Spark tasks ``COPY`` the parts into the staging table (:mod:`spark_loader.tasks`).
 4. *Finish*: check that the ledger holds every part; optionally rewrite the rows in
-   ``--order-by`` order; add the primary key and indexes; ``ANALYZE``.
+   ``--order-by`` order; build the primary key's unique index and the other indexes
+   side by side (:func:`build_indexes`), make the first the primary key; ``ANALYZE``.
 5. *Swap*, in one transaction: drop ``T``, rename staging to ``T`` and its indexes to
    their final names, reset autovacuum, record the marker (a ``COMMENT ON TABLE``
    holding the parameters, row count and checksum), drop the ledger.  Readers see the
@@ -285,9 +286,52 @@ class Finished:
     seconds: dict[str, float]
 
 
+def build_indexes(conn: psycopg.Connection, dsn: str, builds: list[sql.Composed],
+                  maintenance_work_mem: str) -> None:
+    """Run the ``CREATE INDEX`` statements ``builds`` on one table, all at once.
+
+    ``CREATE INDEX`` takes a SHARE lock, which does not conflict with itself, so the
+    builds of one table can run side by side, each in its own session (the first on
+    ``conn``).  Several serial builds at once use the cores better than the same
+    builds one after the other with parallel workers each (measured on 2 cores:
+    lineitem's three indexes at SF 1 in 4.1-4.6 s against 5.1 s), and they share the
+    reading of the table through the buffer cache.  A lone build keeps the server's
+    parallel maintenance workers.  Every build runs to its end; then the first error
+    (in statement order) is raised."""
+    if len(builds) == 1:
+        conn.execute(builds[0])
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    def build(statement: sql.Composed, own: bool) -> None:
+        if not own:
+            with connect(dsn) as other:
+                build_on(other, statement)
+            return
+        build_on(conn, statement)
+
+    def build_on(c: psycopg.Connection, statement: sql.Composed) -> None:
+        c.execute(sql.SQL("SET maintenance_work_mem = {}").format(
+            sql.Literal(maintenance_work_mem)))
+        c.execute("SET max_parallel_maintenance_workers = 0")
+        try:
+            c.execute(statement)
+        finally:
+            c.execute("RESET max_parallel_maintenance_workers")
+
+    with ThreadPoolExecutor(max_workers=len(builds),
+                            thread_name_prefix="spark_loader-index") as pool:
+        futures = [pool.submit(build, b, i == 0) for i, b in enumerate(builds)]
+    for future in futures:
+        future.result()
+
+
 def finish_table(conn: psycopg.Connection, schema: str, plan: Plan, expected_parts: int,
-                 maintenance_work_mem: str, say: Callable[[str], None]) -> Finished:
-    """Ledger check, ordering, keys, indexes, ANALYZE and the swap of one table."""
+                 maintenance_work_mem: str, say: Callable[[str], None],
+                 dsn: str = "") -> Finished:
+    """Ledger check, ordering, keys, indexes, ANALYZE and the swap of one table.
+
+    ``dsn``: for the extra sessions that build the indexes side by side."""
     spec = plan.spec
 
     def ident(name: str) -> sql.Identifier:
@@ -334,14 +378,19 @@ def finish_table(conn: psycopg.Connection, schema: str, plan: Plan, expected_par
     t0 = time.monotonic()
     renames = []                                  # (temporary name, final name)
     pk_tmp = derived_name(spec.name, f"sl_{plan.run}_pkey")
-    conn.execute(sql.SQL("ALTER TABLE {} ADD CONSTRAINT {} PRIMARY KEY ({})").format(
-        ident(staging), sql.Identifier(pk_tmp), cols(spec.primary_key)))
+    builds = [sql.SQL("CREATE UNIQUE INDEX {} ON {} ({})").format(
+        sql.Identifier(pk_tmp), ident(staging), cols(spec.primary_key))]
     renames.append((pk_tmp, derived_name(spec.name, "pkey", sep="_")))
     for i, index_cols in enumerate(spec.indexes):
         tmp = derived_name(spec.name, f"sl_{plan.run}_idx{i}")
-        conn.execute(sql.SQL("CREATE INDEX {} ON {} ({})").format(
+        builds.append(sql.SQL("CREATE INDEX {} ON {} ({})").format(
             sql.Identifier(tmp), ident(staging), cols(index_cols)))
         renames.append((tmp, index_name(spec.name, index_cols)))
+    build_indexes(conn, dsn, builds, maintenance_work_mem)
+    # the unique index becomes the primary key without another scan: the columns are
+    # NOT NULL already
+    conn.execute(sql.SQL("ALTER TABLE {} ADD CONSTRAINT {} PRIMARY KEY USING INDEX {}").format(
+        ident(staging), sql.Identifier(pk_tmp), sql.Identifier(pk_tmp)))
     times["indexes"] = time.monotonic() - t0
 
     t0 = time.monotonic()

@@ -175,7 +175,7 @@ def load_data(dsn: str, experiments: list[str], quick: bool, master: str,
     """tenk1..5 and hundredk1..5 with the Spark loader (tables already loaded
     with the same parameters are skipped by the loader itself)."""
     from spark_loader.cli import format_report, run
-    from spark_loader.session import build_session
+    from spark_loader.session import start_spark
 
     sets = ["tenk"] if set(experiments) & {"selections", "shj"} else []
     if "index" in experiments:
@@ -192,7 +192,7 @@ def load_data(dsn: str, experiments: list[str], quick: bool, master: str,
             if quiet:
                 argv.append("--quiet")
             if spark is None and _missing(dsn, schema, name):
-                spark = build_session(master, app_name="eddy bench loader")
+                spark = start_spark(master, app_name="eddy bench loader")
             report = run(argv, spark=spark)
             if not quiet:
                 print(format_report(report), file=sys.stderr)

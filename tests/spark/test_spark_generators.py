@@ -239,3 +239,32 @@ def test_invalid_parameters_are_refused_clearly(args, message):
     assert result.returncode == 2, result.stderr
     assert message in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_task_error_names_the_python_exception():
+    """The task's own exception, from the text PySpark raises on the driver: with a
+    SparkSession the traceback starts a line; with a bare SparkContext (the loader's)
+    it follows Spark's prefix on the same line, and a SQLSTATE line follows."""
+    from spark_loader.loader import task_error
+
+    frames = ('  File "worker.py", line 1, in process\n    out = func()\n'
+              '  File "tasks.py", line 9, in copy_unit\n')
+    session_text = ("An exception was thrown from the Python worker. Please see the stack "
+                    "trace below.\nTraceback (most recent call last):\n" + frames
+                    + "spark_loader.tasks.InjectedFailure: injected failure in w1 part 3\n")
+    context_text = ("An error occurred while calling z:org.apache.spark.api.python.PythonRDD"
+                    ".collectAndServe.\n: org.apache.spark.api.python.PythonException: "
+                    "[PYTHON_EXCEPTION] An exception was thrown from the Python worker: "
+                    "Traceback (most recent call last):\n" + frames
+                    + "psycopg.OperationalError: connection failed\n SQLSTATE: 38000\n"
+                    "\tat org.apache.spark.api.python.BasePythonRunner.read(x.scala:1)\n")
+    chained = (context_text.replace("psycopg.OperationalError: connection failed",
+                                    "KeyError: 'x'\n\nDuring handling of the above "
+                                    "exception, another exception occurred:\n\n"
+                                    "Traceback (most recent call last):\n" + frames
+                                    + "ValueError: the last one"))
+    assert task_error(RuntimeError(session_text)) == (
+        "InjectedFailure: injected failure in w1 part 3")
+    assert task_error(RuntimeError(context_text)) == "OperationalError: connection failed"
+    assert task_error(RuntimeError(chained)) == "ValueError: the last one"
+    assert task_error(RuntimeError("\nno traceback here\nsecond")) == "no traceback here"

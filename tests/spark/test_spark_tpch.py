@@ -39,6 +39,10 @@ def check_keys(dsn: str) -> None:
              WHERE i.indrelid = %s::regclass AND i.indisprimary
              ORDER BY array_position(i.indkey, a.attnum)""", (table,))
         assert tuple(c for (c,) in cols) == pk, table
+        # a constraint (made from the unique index built beside the others), with the
+        # name PostgreSQL would give it
+        assert scalar(dsn, "SELECT conname FROM pg_constraint WHERE contype = 'p' "
+                           "AND conrelid = %s::regclass", (table,)) == f"{table}_pkey"
     indexed = {tuple(r[0].split(", ")) for r in rows(dsn, """
         SELECT regexp_replace(indexdef, '.*\\((.*)\\)$', '\\1') FROM pg_indexes
          WHERE schemaname = 'public'""")}
