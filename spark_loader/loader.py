@@ -165,9 +165,13 @@ def load(request: LoadRequest, spark=None, exiting: bool = False) -> Report:
         t0 = time.monotonic()
         if spark is None:
             out.log(f"starting Spark ({request.master})")
-            spark = own_spark = start_spark(request.master, request.spark_conf,
-                                            app_name=f"spark_loader {request.dataset}",
-                                            log_level=request.spark_log_level)
+            try:
+                spark = own_spark = start_spark(request.master, request.spark_conf,
+                                                app_name=f"spark_loader {request.dataset}",
+                                                log_level=request.spark_log_level)
+            except Exception as exc:    # no Java, a bad --conf, an unreachable master
+                raise LoaderError(f"could not start Spark ({request.master}): "
+                                  f"{str(exc).strip()[:3000]}\nnothing was changed") from exc
         ship_package(spark)
         report.timings["spark_start"] = time.monotonic() - t0
 
@@ -215,7 +219,7 @@ def _bundles(request: LoadRequest, todo: list[pg.Plan]) -> list[tuple[Unit, ...]
 class _Pipeline:
     """The Spark job, and the finishing of each table as soon as its parts are in."""
 
-    POLL_SECONDS = 0.5
+    POLL_SECONDS = 0.2
 
     def __init__(self, spark, request: LoadRequest, todo: list[pg.Plan],
                  work: list[tuple[Unit, ...]], dsn: str, out: Progress, report: Report) -> None:

@@ -251,13 +251,14 @@ def start_spark(master: str = DEFAULT_MASTER, conf: Mapping[str, str] | None = N
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         # local workers run this very interpreter (its packages: psycopg, tpchgen-cli)
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from pyspark import SparkConf, SparkContext
+    from pyspark import SparkConf
 
     spark_conf = SparkConf()
     for key, value in settings.items():
         spark_conf.set(key, value)
+    quiet = log_level == "fatal"
     try:
-        sc = SparkContext.getOrCreate(conf=spark_conf)
+        sc = _context(spark_conf, scratch, quiet)
     except Exception:
         if not archive.mapped:
             raise
@@ -266,9 +267,31 @@ def start_spark(master: str = DEFAULT_MASTER, conf: Mapping[str, str] | None = N
         archive.discard()
         spark_conf.set("spark.driver.extraJavaOptions",
                        " ".join(o for o in (java_opts, user_opts) if o))
-        sc = SparkContext.getOrCreate(conf=spark_conf)
+        sc = _context(spark_conf, scratch, quiet)
     archive.started(sc)
     return sc
+
+
+def _context(spark_conf, scratch: str, quiet: bool) -> SparkContext:
+    """The active SparkContext, else a new one.  ``quiet``: the JVM's standard output
+    and error go to ``jvm.log`` in the scratch directory (shown if it fails to start),
+    not to ours: then nothing waiting for the end of our output (a pipe, a test
+    harness) waits for the JVM's own shutdown after this process has exited."""
+    from pyspark import SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    if not quiet or SparkContext._active_spark_context is not None:   # noqa: SLF001
+        return SparkContext.getOrCreate(conf=spark_conf)
+    path = os.path.join(scratch, "jvm.log")
+    with open(path, "ab") as log:
+        try:
+            gateway = launch_gateway(spark_conf, popen_kwargs={"stdout": log, "stderr": log})
+        except Exception as exc:
+            with open(path, "rb") as f:
+                said = f.read()[-2000:].decode(errors="replace").strip()
+            raise RuntimeError(f"the Spark driver JVM did not start ({exc})"
+                               + (f":\n{said}" if said else "")) from exc
+    return SparkContext(conf=spark_conf, gateway=gateway)
 
 
 def spark_context(spark) -> SparkContext:

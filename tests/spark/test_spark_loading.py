@@ -189,3 +189,19 @@ def test_connection_errors_are_clear(pg_dsn, tmp_path):
     result = _cli("tenk", env={"PGHOST": str(tmp_path), "PGPORT": "1"})
     assert result.returncode == 1
     assert "cannot reach the PostgreSQL server" in result.stderr
+
+
+def test_spark_that_cannot_start_is_a_clear_error(pg_dsn, tmp_path):
+    """No Java: exit status 1, the reason the JVM gave, nothing changed, no traceback;
+    the staging tables are dropped again."""
+    result = _cli("rst", "--rows", "100", "--dsn", pg_dsn,
+                  env={"JAVA_HOME": str(tmp_path / "no_java"), "SPARK_LOADER_JVM_CACHE": "off"})
+    assert result.returncode == 1, result.stderr
+    assert "spark_loader: error: could not start Spark (local[*])" in result.stderr
+    assert "the Spark driver JVM did not start" in result.stderr
+    assert f"{tmp_path / 'no_java'}/bin/java: No such file" in result.stderr
+    assert "nothing was changed" in result.stderr
+    assert "Traceback" not in result.stderr
+    with psycopg.connect(pg_dsn) as conn:
+        assert conn.execute("SELECT count(*) FROM pg_tables "
+                            "WHERE schemaname = 'public'").fetchone()[0] == 0
