@@ -187,9 +187,11 @@ def generate_files(sf: str, workdir: Path) -> dict[str, Path]:
 def warm_jvm_cache() -> None:
     """Start and stop Spark once, untimed, so that the driver's class-data archive
     exists before the first timed run (the first JVM writes it; see
-    :mod:`spark_loader.session`), as it does for a user's every run but the first."""
+    :mod:`spark_loader.session`), as it does for a user's every run but the first.
+    Spark's log level ``warn`` leaves the JVM on this child's output pipes, so that
+    the wait for them to close is a wait for the JVM to have written the archive."""
     code = ("from spark_loader.session import start_spark; "
-            "start_spark().parallelize([1], 1).count()")
+            "start_spark(log_level='warn').parallelize([1], 1).count()")
     subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
                    cwd=str(Path(__file__).resolve().parent.parent))
 

@@ -303,13 +303,6 @@ def build_indexes(conn: psycopg.Connection, dsn: str, builds: list[sql.Composed]
         return
     from concurrent.futures import ThreadPoolExecutor
 
-    def build(statement: sql.Composed, own: bool) -> None:
-        if not own:
-            with connect(dsn) as other:
-                build_on(other, statement)
-            return
-        build_on(conn, statement)
-
     def build_on(c: psycopg.Connection, statement: sql.Composed) -> None:
         c.execute(sql.SQL("SET maintenance_work_mem = {}").format(
             sql.Literal(maintenance_work_mem)))
@@ -319,16 +312,21 @@ def build_indexes(conn: psycopg.Connection, dsn: str, builds: list[sql.Composed]
         finally:
             c.execute("RESET max_parallel_maintenance_workers")
 
+    def build_elsewhere(statement: sql.Composed) -> None:
+        with connect(dsn) as other:
+            build_on(other, statement)
+
     with ThreadPoolExecutor(max_workers=len(builds),
                             thread_name_prefix="spark_loader-index") as pool:
-        futures = [pool.submit(build, b, i == 0) for i, b in enumerate(builds)]
+        futures = [pool.submit(build_on, conn, builds[0])]
+        futures += [pool.submit(build_elsewhere, b) for b in builds[1:]]
     for future in futures:
         future.result()
 
 
 def finish_table(conn: psycopg.Connection, schema: str, plan: Plan, expected_parts: int,
                  maintenance_work_mem: str, say: Callable[[str], None],
-                 dsn: str = "") -> Finished:
+                 dsn: str) -> Finished:
     """Ledger check, ordering, keys, indexes, ANALYZE and the swap of one table.
 
     ``dsn``: for the extra sessions that build the indexes side by side."""

@@ -25,6 +25,7 @@ import os
 import shutil
 import sys
 import tempfile
+import time
 import zipfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -132,12 +133,16 @@ def _archive_key() -> str | None:
 
 
 def _pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` runs (an exited one not yet reaped does not)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
-        return True
+        pass
+    with contextlib.suppress(OSError):
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
     return True
 
 
@@ -176,8 +181,6 @@ class ClassDataArchive:
     def _promote(cache: Path, key: str, final: Path) -> bool:
         """Rename into place the archive of a JVM that has exited, drop leftovers;
         whether a JVM that will write one still runs."""
-        import time
-
         busy = False
         for pidfile in cache.glob(f"spark-driver-{key}.*.tmp.pid"):
             tmp = pidfile.with_suffix("")
