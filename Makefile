@@ -54,9 +54,12 @@ export PG_BINDIR PG_CONFIG
 
 all: build
 
-# PGXS comes with postgresql-server-dev-15; Spark needs a Java runtime.
+# The server headers come with postgresql-server-dev-15 (Debian ships pgxs.mk
+# in postgresql-client-15, so its presence proves nothing); Spark needs a Java
+# runtime.
 sysdeps:
 	@missing=""; \
+	test -f "$$($(PG_CONFIG) --includedir-server 2>/dev/null)/postgres.h" || missing="$$missing postgresql-server-dev-15"; \
 	test -f "$$($(PG_CONFIG) --pgxs 2>/dev/null)" || missing="$$missing postgresql-server-dev-15"; \
 	test -x $(PG_BINDIR)/postgres || missing="$$missing postgresql-15"; \
 	command -v java >/dev/null 2>&1 || missing="$$missing openjdk-17-jre-headless"; \
