@@ -1,0 +1,117 @@
+/*-------------------------------------------------------------------------
+ *
+ * private.h
+ *	  custom_private of an Eddy CustomScan: the plan-time description of an
+ *	  eddy's sources and modules, read back by the executor.
+ *
+ * Every eddy, one relation with selections or a join block, is described
+ * the same way: a List indexed by EddyPrivateIndex, whose source and module
+ * descriptions are Lists indexed by the enums below (the postgres_fdw
+ * convention: FdwScanPrivateIndex).  Every element survives copyObject:
+ * Integer and Float nodes and Lists of them; OIDs are stored as Integers
+ * (an OID above INT_MAX reads back unchanged through a cast), bitmaps of
+ * sources or modules as Integers too (at most EDDY_MAX_SOURCES bits).
+ *
+ * Expressions (predicates, join keys, join conditions for EXPLAIN) are in
+ * custom_exprs, so that setrefs rewrites them into INDEX_VAR references
+ * over custom_scan_tlist; descriptions refer to them by index.
+ *
+ * The wide tuple (custom_scan_tlist) is one column range per source, in
+ * source order.  A one-source eddy's range is its scan's whole target list,
+ * which lets the executor evaluate on the scan's own slot (no copy).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef EDDY_PRIVATE_H
+#define EDDY_PRIVATE_H
+
+/* The top-level list */
+typedef enum EddyPrivateIndex
+{
+	EddyPrivSources,			/* List: one description per source */
+	EddyPrivModules,			/* List: one description per module */
+	EddyPrivSourceOrder,		/* List of Integer: sources in reading order */
+	EddyPrivNumItems
+} EddyPrivateIndex;
+
+/* How a source's tuples reach the eddy */
+typedef enum EddySourceMethod
+{
+	EDDY_SOURCE_SCAN,			/* a child plan (custom_plans) the eddy reads */
+	EDDY_SOURCE_INDEX			/* nothing reads it: an index join fetches it */
+} EddySourceMethod;
+
+/* A source description */
+typedef enum EddySourcePrivateIndex
+{
+	EddySourceMethodItem,		/* Integer: EddySourceMethod */
+	EddySourceFirstCol,			/* Integer: first column of its range in
+								 * custom_scan_tlist, 0-based */
+	EddySourceNumCols,			/* Integer: columns in its range */
+	EddySourcePlan,				/* Integer: SCAN: its index in custom_plans;
+								 * INDEX: -1 */
+	EddySourceHeapOid,			/* Integer: INDEX: the relation's OID; SCAN: 0 */
+	EddySourceHeapAttnos,		/* List of Integer: INDEX: the heap attribute
+								 * of each column of its range; SCAN: NIL */
+	EddySourceEstRows,			/* Float: the planner's rows for the relation */
+	EddySourceNumItems
+} EddySourcePrivateIndex;
+
+/* Module kinds: the first element of every module description */
+typedef enum EddyModuleKind
+{
+	EDDY_MODULE_SELECTION,		/* one predicate */
+	EDDY_MODULE_HASH_JOIN,		/* symmetric hash join: two dual STAIRs */
+	EDDY_MODULE_INDEX_JOIN,		/* probes an index of side 1's relation */
+	EDDY_NUM_MODULE_KINDS
+} EddyModuleKind;
+
+/* A selection module's description */
+typedef enum EddySelectionPrivateIndex
+{
+	EddySelKind,				/* Integer: EDDY_MODULE_SELECTION */
+	EddySelSources,				/* Integer: bitmap of the sources it reads; all
+								 * of the block's when it must run on complete
+								 * tuples only */
+	EddySelPrereqs,				/* List of Integer: modules (by index) that
+								 * must have passed first */
+	EddySelExpr,				/* Integer: the predicate in custom_exprs */
+	EddySelEstSelectivity,		/* Float: the planner's selectivity */
+	EddySelEstCost,				/* Float: the planner's per-tuple cost */
+	EddySelNumItems
+} EddySelectionPrivateIndex;
+
+/*
+ * A join module's description: an edge of the block's spanning tree
+ * between the relation at end 0 and the one at end 1.  An index join
+ * probes end 1's index with end 0's keys.
+ */
+typedef enum EddyJoinPrivateIndex
+{
+	EddyJoinKind,				/* Integer: EDDY_MODULE_HASH_JOIN or _INDEX_JOIN */
+	EddyJoinEnds,				/* List of 2 Integer: the source at each end */
+	EddyJoinSides,				/* List of 2 Integer: bitmap of the sources on
+								 * each side of the edge in the tree */
+	EddyJoinOperators,			/* List of Integer: per key, the equality
+								 * operator's OID, end 0's key on the left */
+	EddyJoinCollations,			/* List of Integer: per key, its collation */
+	EddyJoinKeys0,				/* List of Integer: per key, end 0's key
+								 * expression in custom_exprs */
+	EddyJoinKeys1,				/* List of Integer: ... and end 1's */
+	EddyJoinCondition,			/* Integer: the join condition in custom_exprs
+								 * (for EXPLAIN; TRUE for a cross product) */
+	EddyJoinUnique,				/* List of 2 Integer (0/1): a probe into side
+								 * s finds at most one match (one relation,
+								 * unique on the keys) */
+	EddyJoinEstRows,			/* List of 2 Float: the planner's rows of each
+								 * end's relation */
+	EddyJoinEstSelectivity,		/* Float: the planner's selectivity of the
+								 * join clauses */
+	EddyJoinIndexOid,			/* Integer: INDEX_JOIN: the index on end 1's
+								 * relation; HASH_JOIN: 0 */
+	EddyJoinIndexCols,			/* List of Integer: INDEX_JOIN: per key, its
+								 * index column (1-based); HASH_JOIN: NIL */
+	EddyJoinNumItems
+} EddyJoinPrivateIndex;
+
+#endif							/* EDDY_PRIVATE_H */
