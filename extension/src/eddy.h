@@ -5,17 +5,22 @@
  *
  * The extension adds a planner hook that replaces select-project-join
  * blocks by a CustomScan "Eddy" node.  The eddy reads tuples from its
- * source scans and routes each of them through a set of modules (for now:
- * selection operators), recomputing its routing decisions every
- * eddy.reopt_frequency tuples from what it observes: the adaptive query
- * processing of Avnur & Hellerstein (SIGMOD 2000), built inside PostgreSQL
- * the way Deshpande's overhead study (SIGMOD Record 2004) did for
- * TelegraphCQ.
+ * sources and routes each of them through a set of modules (selections,
+ * symmetric hash joins made of two dual STAIRs, index joins), recomputing
+ * its routing decisions every eddy.reopt_frequency tuples from what it
+ * observes: the adaptive query processing of Avnur & Hellerstein (SIGMOD
+ * 2000), built inside PostgreSQL the way Deshpande's overhead study
+ * (SIGMOD Record 2004) did for TelegraphCQ, with the STAIRs of Deshpande &
+ * Hellerstein (VLDB 2004).
  *
  * Files: init.c (module load), guc.c (settings), delay.c (the delay() SQL
- * function), planner.c (hooks and eligibility), plan.c (CustomPath ->
- * CustomScan), exec.c (the executor node and EXPLAIN), routing.c (routing
- * tables and policies), mod_selection.c (selection operators).
+ * function), planner.c (hooks and eligibility), plan.c and plan_join.c
+ * (CustomPath -> CustomScan; private.h: the custom_private layout), exec.c
+ * (the one executor: sources and the main loop; exec.h: its types),
+ * routing.c (routing tables and policies), mod_selection.c, mod_hashjoin.c,
+ * mod_indexjoin.c and mod_join.c (the modules), tuple.c (eddy tuples and
+ * rows), explain.c, stair.c (STAIR hash tables), arena.c (bump arenas),
+ * shj.c (the static symmetric hash join node).
  *
  *-------------------------------------------------------------------------
  */
@@ -116,219 +121,14 @@ extern List *EddyRouteScanQuals(PlannerInfo *root, List *ordered, Plan *source,
 extern Path *EddyCreateJoinPath(PlannerInfo *root, RelOptInfo *joinrel,
 								List *initial_rels);
 
+/* mod_selection.c (plan time) */
+extern bool EddyExprMayRaise(Node *expr);
+
 /* exec.c */
 extern void EddyExecInit(void);
 
-/* join.c: the executor of join eddies */
-typedef struct EddyJoinState EddyJoinState;
-extern EddyJoinState *EddyJoinBegin(CustomScanState *node, EState *estate, int eflags);
-extern TupleTableSlot *EddyJoinNext(EddyJoinState *js);
-extern void EddyJoinEnd(EddyJoinState *js);
-extern void EddyJoinRescan(EddyJoinState *js);
-extern void EddyJoinExplain(EddyJoinState *js, List *ancestors,
-							struct ExplainState *es);
-
 /* shj.c: the static symmetric hash join node */
 extern void EddyShjInit(void);
-
-/*
- * A selection operator at run time: one predicate, its prerequisites, and
- * what the eddy observed of it.  The counters feed EXPLAIN ANALYZE (totals)
- * and the routing policy (routing.c keeps decayed copies).
- */
-typedef struct EddyOperator
-{
-	ExprState  *qual;			/* predicate over the source's tuple */
-	Expr	   *expr;			/* the same, for EXPLAIN */
-
-	/*
-	 * Fast path for "column op constant" with a strict operator (mod_selection.c):
-	 * the operator's function is called directly on the deformed column.
-	 */
-	FunctionCallInfo fast_fcinfo;	/* NULL: evaluate qual */
-	AttrNumber	fast_attno;		/* 0-based column of the scan tuple */
-	int			fast_argno;		/* which argument the column is */
-
-	uint32		prereq;			/* operators that must have passed first */
-	double		est_sel;		/* planner's selectivity: the prior */
-	double		est_cost_ns;	/* planner's cost, in ns: the prior */
-
-	/* totals since the scan began; the hot path only increments the first two */
-	uint64		tuples_in;
-	uint64		tuples_dropped; /* tuples out = tuples_in - tuples_dropped */
-	uint64		tuples_first;	/* tuples for which it was the first choice,
-								 * counted per closed epoch */
-	uint64		cost_samples;	/* timed evaluations */
-	double		cost_ns;		/* their summed time */
-
-	/* policy state, updated at each recomputation (routing.c) */
-	uint64		seen_in;		/* totals at the previous recomputation */
-	uint64		seen_out;
-	uint64		seen_samples;
-	double		seen_ns;
-	double		w_in;			/* exponentially decayed statistics */
-	double		w_out;
-	double		w_samples;
-	double		w_ns;
-	int64		ticket_base;	/* lottery: (in - out) where the window began */
-	int64		ticket_next_base;	/* ... and where the current one began */
-	double		score;			/* rank or lottery weight; higher goes first */
-} EddyOperator;
-
-/* One run of the routing history: first choice and tuples routed under it */
-typedef struct EddyHistoryRun
-{
-	int			op;
-	uint64		tuples;
-} EddyHistoryRun;
-
-#define EDDY_ROUTE_OUTPUT		0xFF	/* routing table entry: emit the tuple */
-#define EDDY_MAX_HISTORY_RUNS	1000
-
-/*
- * The router: routing table indexed by a tuple's done bitmap, plus the
- * policy that fills it.  Entries are filled lazily: an entry whose epoch is
- * not the current one is recomputed on first use, so a recomputation costs
- * O(operators) however many signatures exist.
- */
-typedef struct EddyRouter
-{
-	int			nops;
-	EddyOperator *ops;
-	EddyRoutingPolicy policy;
-	int			reopt_frequency;
-	int			lottery_window;
-	uint8	   *route;			/* [1 << nops] next operator or OUTPUT */
-	uint32	   *route_epoch;	/* [1 << nops] epoch of each entry */
-	uint32		epoch;
-	uint64		routed;			/* tuples routed until the last recomputation */
-	int64		until_reopt;	/* tuples until the next one (hot path) */
-	uint64		recomputations;
-	uint64		stats_routed;	/* routed at the last statistics update */
-	uint64		window_start;	/* lottery: routed when the window began */
-	uint64		epoch_start;	/* routed when the current epoch began */
-	int			epoch_first;	/* first choice of the current epoch, or -1 */
-	int			order_len;		/* the route of a fresh tuple this epoch: */
-	uint8		order[EDDY_MAX_SELECTIONS]; /* order[k] = route[order[0..k-1]] */
-	pg_prng_state rng;
-	EddyHistoryRun *history;
-	int			nhistory;
-	bool		history_truncated;
-} EddyRouter;
-
-/* routing.c */
-extern void EddyRouterInit(EddyRouter *router, EddyOperator *ops, int nops,
-						   EddyRoutingPolicy policy, int reopt_frequency,
-						   int lottery_window, uint64 seed);
-extern int	EddyRouterChoose(EddyRouter *router, uint32 done);
-extern void EddyRouterReoptimize(EddyRouter *router);
-
-/* Tuples routed so far */
-static inline uint64
-EddyRouterRouted(EddyRouter *router)
-{
-	return router->routed + (uint64) (router->reopt_frequency - router->until_reopt);
-}
-
-/* Next operator for a tuple whose done bitmap is done: one array lookup. */
-static inline int
-EddyRoute(EddyRouter *router, uint32 done)
-{
-	if (unlikely(router->route_epoch[done] != router->epoch))
-		return EddyRouterChoose(router, done);
-	return router->route[done];
-}
-
-/* mod_selection.c */
-extern bool EddyExprMayRaise(Node *expr);
-extern void EddySelectionInit(EddyOperator *op, Expr *expr, uint32 prereq,
-							  double est_sel, double est_cost,
-							  PlanState *parent);
-extern bool EddySelectionEvalTimed(EddyOperator *op, ExprContext *econtext);
-extern AttrNumber EddySelectionMaxAttno(EddyOperator *op);
-
-/*
- * Evaluate a selection on econtext's scan tuple, in the per-tuple memory
- * context, with ExecQual semantics (NULL is false).  The fast path needs
- * the scan tuple deformed up to its column (the executor deforms every
- * column the operators read once per tuple).
- */
-static inline bool
-EddySelectionEval(EddyOperator *op, ExprContext *econtext)
-{
-	FunctionCallInfo fcinfo = op->fast_fcinfo;
-	Datum		result;
-	bool		isnull;
-
-	if (fcinfo != NULL)
-	{
-		TupleTableSlot *slot = econtext->ecxt_scantuple;
-
-		Assert(slot->tts_nvalid > op->fast_attno);
-		if (slot->tts_isnull[op->fast_attno])
-			return false;		/* strict operator on NULL */
-		fcinfo->args[op->fast_argno].value = slot->tts_values[op->fast_attno];
-		fcinfo->isnull = false;
-		result = FunctionCallInvoke(fcinfo);
-		return !fcinfo->isnull && DatumGetBool(result);
-	}
-	result = op->qual->evalfunc(op->qual, econtext, &isnull);
-	return !isnull && DatumGetBool(result);
-}
-
-/* Time the routing of one tuple in this many (and the first one) */
-#define EDDY_COST_SAMPLE_INTERVAL	128
-
-/*
- * custom_private of an Eddy CustomScan: a List indexed by these enums (the
- * postgres_fdw convention).  Every element survives copyObject: Integer,
- * Float and String nodes, and Lists of them (OIDs are stored as Integers).
- *
- * Selection eddies (one source, selections only; plan.c):
- *	 [EDDY_KIND_SELECTIONS, prerequisites, selectivities, costs], one element
- *	 per operator in each list, and custom_exprs holds the predicates.
- *
- * Join eddies (plan_join.c):
- *	 [EDDY_KIND_JOIN, sources, modules, source order].  Expressions (predicates, join keys,
- *	 join conditions for EXPLAIN) are in custom_exprs, referred to by index.
- *	 source:	[method, first column, columns, SCAN: child plan index |
- *				 INDEX: heap relation OID, heap attnos]
- *	 selection: [EDDY_MODULE_SELECTION, relations bitmap, prerequisite module
- *				 indexes, predicate expression index, planner cost (Float)]
- *	 join:		[EDDY_MODULE_HASH_JOIN or _INDEX_JOIN,
- *				 [side 0 relation, side 1 relation, side 0 bitmap, side 1 bitmap],
- *				 [operator OIDs (side 0 on the left), collation OIDs],
- *				 [side 0 key expression indexes, side 1 key expression indexes],
- *				 INDEX: [index OID, index columns, [access method name]] | NIL,
- *				 join condition expression index,
- *				 [side 0 unique, side 1 unique]: a probe into that side's STAIR
- *				 finds at most one match (one relation, unique index on the keys),
- *				 [side 0 rows, side 1 rows] (Float): estimates to size STAIRs]
- *	 An index join probes side 1's index with side 0's keys.
- */
-enum EddyPrivateIndex
-{
-	EddyPrivKind,
-	/* selection eddies */
-	EddyPrivPrerequisites,
-	EddyPrivEstSelectivity,
-	EddyPrivEstCost,
-	EddyPrivNumItems,
-	/* join eddies */
-	EddyPrivSources = 1,
-	EddyPrivModules = 2,
-	EddyPrivSourceOrder = 3		/* List of Integer: relations in reading order */
-};
-
-#define EDDY_KIND_SELECTIONS	0
-#define EDDY_KIND_JOIN			1
-
-#define EDDY_SOURCE_SCAN		0
-#define EDDY_SOURCE_INDEX		1
-
-#define EDDY_MODULE_SELECTION	0
-#define EDDY_MODULE_HASH_JOIN	1
-#define EDDY_MODULE_INDEX_JOIN	2
 
 /* join eddies: at most this many modules (done bitmaps are 64 bits) */
 #define EDDY_MAX_MODULES		64

@@ -1,71 +1,69 @@
 /*-------------------------------------------------------------------------
  *
  * exec.c
- *	  The Eddy executor node: routing loop, rescan, EXPLAIN.
+ *	  The Eddy executor node: one executor for every eddy.
  *
- * The node reads tuples from its one source (the relation's scan, as
- * PostgreSQL planned it) and routes each through the selection operators
- * by the router's table (routing.c): the tuple's done bitmap selects the
- * next operator; a failing predicate drops the tuple; a tuple that has
- * passed every operator is projected and returned.  Every
- * eddy.reopt_frequency tuples the router recomputes its decisions.
+ * An eddy has sources (the relations of its block: scanned by a child
+ * plan, or reached through an index join) and modules (selections, hash
+ * joins, index joins: exec.h's vtable), described by custom_private
+ * (private.h).  It reads tuples from its sources and routes each through
+ * the modules by the router's table (routing.c): the tuple's signature
+ * (sources spanned, modules done) selects the next module and direction;
+ * a selection drops it or passes it on; a join stores it and pushes a
+ * frame whose matches are routed in turn; a tuple that spans every source
+ * and has done every module is projected and returned.  Every
+ * eddy.reopt_frequency tuples routed, the router recomputes its decisions.
  *
- *	 for (;;)
- *	 {
- *		 read a source tuple (end of source: done)
- *		 every reopt_frequency tuples: recompute routing
- *		 done = 0
- *		 while ((op = route[done]) != OUTPUT)
- *			 if (!op(tuple)) drop it, next tuple
- *			 done |= op
- *		 return projection of tuple
- *	 }
+ * The main loop is a state machine, PostgreSQL style:
  *
- * Tuples are never buffered, so the eddy evaluates predicates and its
- * projection directly on the slot its source returned (custom_scan_tlist is
- * the source's target list): nothing is copied.  The scan-side slot
- * operations are therefore the source's, which we declare before any
- * expression is compiled.
+ *	 EDDY_STATE_READ	read the next source tuple (sources are read one after
+ *						another in PostgreSQL's build order, centres of stars
+ *						last: plan_join.c); none left: DONE
+ *	 EDDY_STATE_ROUTE	route the current tuple until it leaves: output
+ *						(returned; then DRAIN), dropped, or handed to a join
+ *						(DRAIN); a unique probe's one result goes on at once
+ *	 EDDY_STATE_DRAIN	the iterator (Deshpande 2004, section 2.1.4): take the
+ *						next match of the frame on top of the stack and route
+ *						it (ROUTE); a frame with no more matches is popped;
+ *						an empty stack is a point of stasis
+ *	 EDDY_STATE_STASIS	a point of stasis: nothing routed is in flight, so
+ *						the transient arena is rewound; this is where
+ *						whatever changes state wholesale belongs (state
+ *						migration, flushing, spilling); then READ
+ *	 EDDY_STATE_DONE	every source exhausted and the stack empty
+ *
+ * A one-source eddy whose modules are all filters (a selection eddy) is
+ * the chain case: every tuple of an epoch follows a prefix of one chain of
+ * modules (routing.c), so READ walks the chain inline on the tuple its
+ * source returned, with no copy and no projection: custom_scan_tlist is
+ * the source's target list, and the node's scan slot type is declared to
+ * be the source's before any expression is compiled.  The source is read
+ * directly; the filters' columns are deformed once per tuple.  This fast
+ * path is a property of the source and the modules, not a second node.
  *
  * Settings are read when the node starts (eddy.routing_policy,
  * eddy.reopt_frequency, eddy.lottery_window), so a prepared statement uses
  * the values in effect when it runs.  What the eddy learned survives a
  * rescan: the data of a correlated subquery's rescans is usually alike.
- *
- * Interrupts are checked for every tuple read, so a query whose predicates
- * drop every row still stops promptly on cancel or statement_timeout.
+ * Interrupts are checked for every tuple read and every match drained.
  *
  *-------------------------------------------------------------------------
  */
-#include "eddy.h"
+#include "exec.h"
 
-#include "commands/explain.h"
-#include "executor/executor.h"
+#include "access/table.h"
+#include "access/tableam.h"
 #include "miscadmin.h"
 #include "nodes/extensible.h"
-#include "utils/builtins.h"
-#include "utils/ruleutils.h"
-
-typedef struct EddyScanState
-{
-	CustomScanState css;		/* must be first */
-	PlanState  *source;			/* the relation's scan */
-	EddyOperator *ops;			/* selection operators, PostgreSQL's order */
-	EddyRouter	router;
-	EddyJoinState *join;		/* join eddies: everything is in join.c */
-	int			until_sample;	/* tuples until the next timed routing */
-	int			deform_natts;	/* scan columns the operators read */
-} EddyScanState;
+#include "optimizer/optimizer.h"
+#include "utils/memutils.h"
 
 static Node *eddy_create_scan_state(CustomScan *cscan);
 static void eddy_begin(CustomScanState *node, EState *estate, int eflags);
 static TupleTableSlot *eddy_exec(CustomScanState *node);
 static TupleTableSlot *eddy_exec_node(PlanState *pstate);
-static TupleTableSlot *eddy_join_exec_node(PlanState *pstate);
 static void eddy_end(CustomScanState *node);
 static void eddy_rescan(CustomScanState *node);
-static void eddy_explain(CustomScanState *node, List *ancestors,
-						 ExplainState *es);
 
 const CustomScanMethods eddy_scan_methods = {
 	.CustomName = EDDY_NODE_NAME,
@@ -78,7 +76,17 @@ static const CustomExecMethods eddy_exec_methods = {
 	.ExecCustomScan = eddy_exec,
 	.EndCustomScan = eddy_end,
 	.ReScanCustomScan = eddy_rescan,
-	.ExplainCustomScan = eddy_explain,
+	.ExplainCustomScan = EddyExplain,
+};
+
+/* Module constructors by kind: the first item of every module description */
+static EddyModule *(*const module_begin[EDDY_NUM_MODULE_KINDS]) (EddyState *es,
+																 List *desc,
+																 int index) =
+{
+	[EDDY_MODULE_SELECTION] = EddySelectionBegin,
+	[EDDY_MODULE_HASH_JOIN] = EddyHashJoinBegin,
+	[EDDY_MODULE_INDEX_JOIN] = EddyIndexJoinBegin,
 };
 
 void
@@ -90,118 +98,278 @@ EddyExecInit(void)
 static Node *
 eddy_create_scan_state(CustomScan *cscan)
 {
-	EddyScanState *state = palloc0(sizeof(EddyScanState));
+	EddyState  *es = palloc0(sizeof(EddyState));
 
-	NodeSetTag(state, T_CustomScanState);
-	state->css.methods = &eddy_exec_methods;
-	return (Node *) state;
+	NodeSetTag(es, T_CustomScanState);
+	es->css.methods = &eddy_exec_methods;
+	return (Node *) es;
+}
+
+/* ----------------------------------------------------------------
+ *		Setup
+ * ----------------------------------------------------------------
+ */
+
+/* The sources, from their descriptions (private.h) */
+static void
+begin_sources(EddyState *es, List *descs, EState *estate, int eflags)
+{
+	CustomScan *cscan = (CustomScan *) es->css.ss.ps.plan;
+	TupleDesc	wide_desc = es->css.ss.ss_ScanTupleSlot->tts_tupleDescriptor;
+	List	   *child_states = NIL;
+	int			maxcols = 1;
+	int			i;
+
+	es->nsources = list_length(descs);
+	es->sources = palloc0(sizeof(EddySource) * es->nsources);
+	es->all_sources = (es->nsources >= 32) ? ~0u : ((1u << es->nsources) - 1);
+	for (i = 0; i < es->nsources; i++)
+	{
+		List	   *d = list_nth(descs, i);
+		EddySource *src = &es->sources[i];
+		int			c;
+
+		Assert(list_length(d) == EddySourceNumItems);
+		src->method = (EddySourceMethod) intVal(list_nth(d, EddySourceMethodItem));
+		src->first_col = intVal(list_nth(d, EddySourceFirstCol));
+		src->ncols = intVal(list_nth(d, EddySourceNumCols));
+		src->est_rows = floatVal(list_nth(d, EddySourceEstRows));
+		src->typlen = palloc(sizeof(int16) * Max(src->ncols, 1));
+		src->typbyval = palloc(sizeof(bool) * Max(src->ncols, 1));
+		src->byval_only = true;
+		for (c = 0; c < src->ncols; c++)
+		{
+			Form_pg_attribute att = TupleDescAttr(wide_desc, src->first_col + c);
+
+			src->typlen[c] = att->attlen;
+			src->typbyval[c] = att->attbyval;
+			if (!att->attbyval)
+				src->byval_only = false;
+		}
+		maxcols = Max(maxcols, src->ncols);
+		if (src->method == EDDY_SOURCE_SCAN)
+		{
+			Plan	   *child = list_nth(cscan->custom_plans,
+										 intVal(list_nth(d, EddySourcePlan)));
+
+			src->plan = ExecInitNode(child, estate, eflags);
+			child_states = lappend(child_states, src->plan);
+		}
+		else
+		{
+			ListCell   *lc;
+			int			k = 0;
+
+			src->heapoid = (Oid) intVal(list_nth(d, EddySourceHeapOid));
+			src->heap = table_open(src->heapoid, AccessShareLock);
+			src->attnos = palloc(sizeof(AttrNumber) * Max(src->ncols, 1));
+			foreach(lc, (List *) list_nth(d, EddySourceHeapAttnos))
+			{
+				src->attnos[k] = lfirst_int(lc);
+				src->max_attno = Max(src->max_attno, src->attnos[k]);
+				k++;
+			}
+			src->heapslot = table_slot_create(src->heap, NULL);
+		}
+	}
+	es->fetch_values = palloc(sizeof(Datum) * maxcols);
+	es->fetch_isnull = palloc(sizeof(bool) * maxcols);
+	es->css.custom_ps = child_states;
+}
+
+/*
+ * One source, read directly: declare its slot type as the node's scan slot
+ * type and build the projection again (ExecInitCustomScan built it for a
+ * virtual scan slot), before any expression is compiled.
+ */
+static void
+begin_direct_source(EddyState *es)
+{
+	PlanState  *source = es->sources[0].plan;
+	const TupleTableSlotOps *ops;
+	bool		fixed;
+
+	ops = ExecGetResultSlotOps(source, &fixed);
+	es->css.ss.ps.scanops = ops;
+	es->css.ss.ps.scanopsfixed = fixed;
+	es->css.ss.ps.scanopsset = true;
+	ExecAssignScanProjectionInfoWithVarno(&es->css.ss, INDEX_VAR);
+}
+
+/* The modules, in plan order, and their routing targets */
+static void
+begin_modules(EddyState *es, List *descs)
+{
+	int			i;
+	int			k = 0;
+
+	es->nmodules = list_length(descs);
+	es->modules = palloc0(sizeof(EddyModule *) * Max(es->nmodules, 1));
+	for (i = 0; i < es->nmodules; i++)
+	{
+		List	   *d = list_nth(descs, i);
+		int			kind = intVal(linitial(d));
+
+		if (kind < 0 || kind >= EDDY_NUM_MODULE_KINDS)
+			elog(ERROR, "eddy: unknown module kind %d", kind);
+		es->modules[i] = module_begin[kind] (es, d, i);
+		es->ntargets += es->modules[i]->ndirs;
+	}
+	es->targets = palloc0(sizeof(EddyRouteTarget) * Max(es->ntargets, 1));
+	es->target_filter = palloc0(sizeof(EddyPredicate *) * Max(es->ntargets, 1));
+	for (i = 0; i < es->nmodules; i++)
+	{
+		EddyModule *m = es->modules[i];
+		int			d;
+
+		for (d = 0; d < m->ndirs; d++)
+		{
+			es->targets[k] = m->target[d];
+			es->targets[k].module = i;
+			es->targets[k].dir = d;
+			es->targets[k].stats = &m->stats[d];
+			es->target_filter[k] = m->filter;
+			m->target_index[d] = k;
+			k++;
+		}
+	}
 }
 
 static void
 eddy_begin(CustomScanState *node, EState *estate, int eflags)
 {
-	EddyScanState *state = (EddyScanState *) node;
+	EddyState  *es = (EddyState *) node;
 	CustomScan *cscan = (CustomScan *) node->ss.ps.plan;
-	List	   *prereqs;
-	List	   *est_sel;
-	List	   *est_cost;
-	int			nops = list_length(cscan->custom_exprs);
-	const TupleTableSlotOps *source_ops;
-	bool		source_ops_fixed;
+	List	   *priv = cscan->custom_private;
+	bool		all_filters = true;
 	int			i;
+	ListCell   *lc;
 
-	if (intVal(linitial(cscan->custom_private)) == EDDY_KIND_JOIN)
+	Assert(list_length(priv) == EddyPrivNumItems);
+	es->wide = node->ss.ss_ScanTupleSlot;
+	begin_sources(es, list_nth(priv, EddyPrivSources), estate, eflags);
+	if (es->nsources == 1)
+		begin_direct_source(es);
+	else
 	{
-		state->join = EddyJoinBegin(node, estate, eflags);
-		node->ss.ps.ExecProcNode = eddy_join_exec_node;
-		return;
+		EddyArenaInit(&es->stored,
+					  AllocSetContextCreate(estate->es_query_cxt, "eddy join state",
+											ALLOCSET_DEFAULT_SIZES));
+		EddyArenaInit(&es->transient,
+					  AllocSetContextCreate(estate->es_query_cxt, "eddy transient tuples",
+											ALLOCSET_DEFAULT_SIZES));
 	}
-	Assert(list_length(cscan->custom_private) == EddyPrivNumItems);
-	Assert(nops <= EDDY_MAX_SELECTIONS);
-	prereqs = list_nth(cscan->custom_private, EddyPrivPrerequisites);
-	est_sel = list_nth(cscan->custom_private, EddyPrivEstSelectivity);
-	est_cost = list_nth(cscan->custom_private, EddyPrivEstCost);
+	es->loaded = palloc0(sizeof(EddyRow *) * es->nsources);
+	begin_modules(es, list_nth(priv, EddyPrivModules));
 
-	state->source = ExecInitNode(linitial(cscan->custom_plans), estate, eflags);
-	node->custom_ps = list_make1(state->source);
-
-	/*
-	 * Predicates and projection read the source's slot itself: declare its
-	 * slot type as our scan slot type, then build the projection again
-	 * (ExecInitCustomScan built it for a virtual scan slot).
-	 */
-	source_ops = ExecGetResultSlotOps(state->source, &source_ops_fixed);
-	node->ss.ps.scanops = source_ops;
-	node->ss.ps.scanopsfixed = source_ops_fixed;
-	node->ss.ps.scanopsset = true;
-	ExecAssignScanProjectionInfoWithVarno(&node->ss, INDEX_VAR);
-
-	state->ops = palloc0(sizeof(EddyOperator) * Max(nops, 1));
-	for (i = 0; i < nops; i++)
+	for (i = 0; i < es->nmodules; i++)
+		if (es->modules[i]->filter == NULL)
+			all_filters = false;
+	es->chain = es->nsources == 1;
+	if (es->chain && (!all_filters || es->nmodules > EDDY_MAX_SELECTIONS))
+		elog(ERROR, "eddy: a one-source eddy must have at most %d filters",
+			 EDDY_MAX_SELECTIONS);
+	if (es->chain)
 	{
-		EddySelectionInit(&state->ops[i],
-						  list_nth(cscan->custom_exprs, i),
-						  (uint32) intVal(list_nth(prereqs, i)),
-						  floatVal(list_nth(est_sel, i)),
-						  floatVal(list_nth(est_cost, i)),
-						  &node->ss.ps);
-		state->deform_natts = Max(state->deform_natts,
-								  EddySelectionMaxAttno(&state->ops[i]));
+		/* deform, once per tuple, every column the filters read */
+		for (i = 0; i < es->nmodules; i++)
+			es->deform_natts = Max(es->deform_natts,
+								   EddyPredicateMaxAttno(es->modules[i]->expr));
 	}
 
-	EddyRouterInit(&state->router, state->ops, nops,
+	es->max_memory = EddyMaxMemoryBytes(Max(es->nstairs, 1));
+	es->stack = palloc(sizeof(EddyFrame) * Max(es->nmodules, 1));
+	es->source_order = palloc(sizeof(int) * es->nsources);
+	i = 0;
+	foreach(lc, (List *) list_nth(priv, EddyPrivSourceOrder))
+		es->source_order[i++] = intVal(lfirst(lc));
+	Assert(i == es->nsources);
+
+	/* the output needs the wide slot filled unless its projection reads none */
+	es->output_reads_columns = node->ss.ps.ps_ProjInfo == NULL ||
+		pull_var_clause((Node *) cscan->scan.plan.targetlist,
+						PVC_RECURSE_AGGREGATES | PVC_RECURSE_WINDOWFUNCS |
+						PVC_INCLUDE_PLACEHOLDERS) != NIL;
+
+	EddyRouterInit(&es->router, es->targets, es->ntargets, es->nmodules,
+				   es->all_sources, es->chain,
 				   (EddyRoutingPolicy) eddy_routing_policy,
 				   eddy_reopt_frequency, eddy_lottery_window,
 				   UINT64CONST(0x5eed0edd) ^ (uint64) cscan->scan.plan.plan_node_id);
-	state->until_sample = 1;	/* time the first tuple */
+	es->until_sample = 1;		/* time the first tuple */
+	es->state = EDDY_STATE_READ;
 
 	/* skip ExecCustomScan's trampoline: ExecInitNode installs this one */
 	node->ss.ps.ExecProcNode = eddy_exec_node;
 }
 
+/* ----------------------------------------------------------------
+ *		Routing
+ * ----------------------------------------------------------------
+ */
+
 /*
- * Route the tuple in econtext's scan slot through the operators in this
- * epoch's order (routing.c: for selections the routing table reduces to one
- * chain per epoch).  Returns true if it passed them all.  Inlined twice:
- * plain, and timing each evaluation (one tuple in EDDY_COST_SAMPLE_INTERVAL).
- * Runs in the per-tuple memory context; a NULL result fails, as in ExecQual.
+ * Push a frame for a join module's outstanding probe (its `next` method
+ * gives the matches).  The module fills in the probe state.
+ */
+EddyFrame *
+EddyPushFrame(EddyState *es, EddyModule *m, int dir, EddyTuple *probe)
+{
+	EddyFrame  *f;
+
+	Assert(es->nstack < es->nmodules);
+	f = &es->stack[es->nstack++];
+	f->module = m;
+	f->dir = dir;
+	f->probe = probe;
+	return f;
+}
+
+/*
+ * The chain case: walk this epoch's chain of filters on econtext's scan
+ * tuple (the source's slot).  True if the tuple passed them all.  Inlined
+ * twice: plain, and timing each evaluation (one tuple in
+ * EDDY_COST_SAMPLE_INTERVAL).  Runs in the per-tuple memory context.
  */
 static pg_attribute_always_inline bool
-eddy_route_tuple(EddyRouter *router, EddyOperator *ops,
-				 ExprContext *econtext, bool timed)
+walk_chain(EddyState *es, ExprContext *econtext, bool timed)
 {
+	EddyRouter *router = &es->router;
 	int			k;
 
-	for (k = 0; k < router->order_len; k++)
+	for (k = 0; k < router->chain_len; k++)
 	{
-		EddyOperator *o = &ops[router->order[k]];
+		int			t = router->chain[k];
+		EddyModuleStats *st = es->targets[t].stats;
 		bool		pass;
 
-		o->tuples_in++;
+		st->in++;
 		if (timed)
-			pass = EddySelectionEvalTimed(o, econtext);
-		else
-			pass = EddySelectionEval(o, econtext);
-		if (!pass)
 		{
-			o->tuples_dropped++;
-			return false;
+			double		start = eddy_now_ns();
+
+			pass = EddyPredicateEval(es->target_filter[t], econtext);
+			st->cost_ns += eddy_now_ns() - start;
+			st->samples++;
 		}
+		else
+			pass = EddyPredicateEval(es->target_filter[t], econtext);
+		if (!pass)
+			return false;
+		st->out++;
 	}
 	return true;
 }
 
 /*
- * The node's ExecProcNode: installed directly by eddy_begin, so that the
- * executor calls it without going through ExecCustomScan.
+ * The chain case of EDDY_STATE_READ: read source tuples until one passes
+ * every filter, and return its projection; NULL at the end of the source.
  */
 static TupleTableSlot *
-eddy_exec_node(PlanState *pstate)
+read_chain(EddyState *es)
 {
-	EddyScanState *state = (EddyScanState *) pstate;
-	EddyRouter *router = &state->router;
-	EddyOperator *ops = state->ops;
-	ExprContext *econtext = pstate->ps_ExprContext;
+	ExprContext *econtext = es->css.ss.ps.ps_ExprContext;
+	PlanState  *source = es->sources[0].plan;
 
 	for (;;)
 	{
@@ -211,243 +379,313 @@ eddy_exec_node(PlanState *pstate)
 
 		CHECK_FOR_INTERRUPTS();
 
-		slot = ExecProcNode(state->source);
+		slot = ExecProcNode(source);
 		if (TupIsNull(slot))
 			return NULL;
 
 		ResetExprContext(econtext);
 		econtext->ecxt_scantuple = slot;
-		/* deform, once, every column the operators read */
-		slot_getsomeattrs(slot, state->deform_natts);
-
-		if (unlikely(router->until_reopt <= 0))
-			EddyRouterReoptimize(router);
-		router->until_reopt--;
+		slot_getsomeattrs(slot, es->deform_natts);
+		EddyRouterTupleIn(&es->router);
 
 		oldcontext = MemoryContextSwitchTo(econtext->ecxt_per_tuple_memory);
-		if (unlikely(--state->until_sample <= 0))
+		if (unlikely(--es->until_sample <= 0))
 		{
-			state->until_sample = EDDY_COST_SAMPLE_INTERVAL;
-			pass = eddy_route_tuple(router, ops, econtext, true);
+			es->until_sample = EDDY_COST_SAMPLE_INTERVAL;
+			pass = walk_chain(es, econtext, true);
 		}
 		else
-			pass = eddy_route_tuple(router, ops, econtext, false);
+			pass = walk_chain(es, econtext, false);
 		MemoryContextSwitchTo(oldcontext);
 
 		if (!pass)
 		{
-			InstrCountFiltered1(&state->css, 1);
+			InstrCountFiltered1(&es->css, 1);
 			continue;
 		}
-
-		if (pstate->ps_ProjInfo)
-			return ExecProject(pstate->ps_ProjInfo);
+		if (es->css.ss.ps.ps_ProjInfo)
+			return ExecProject(es->css.ss.ps.ps_ProjInfo);
 		return slot;
 	}
 }
 
-static TupleTableSlot *
-eddy_join_exec_node(PlanState *pstate)
+/*
+ * The next source tuple, or NULL when every source is exhausted.  Its row
+ * points into the source's slot (tuple.c), valid until the next point of
+ * stasis.
+ */
+static EddyTuple *
+read_source(EddyState *es)
 {
-	return EddyJoinNext(((EddyScanState *) pstate)->join);
+	while (es->next_source < es->nsources)
+	{
+		int			i = es->source_order[es->next_source];
+		EddySource *src = &es->sources[i];
+		TupleTableSlot *slot;
+		EddyTuple  *t;
+
+		if (src->method != EDDY_SOURCE_SCAN || src->exhausted)
+		{
+			es->next_source++;
+			continue;
+		}
+		slot = ExecProcNode(src->plan);
+		if (TupIsNull(slot))
+		{
+			src->exhausted = true;
+			es->next_source++;
+			continue;
+		}
+		slot_getallattrs(slot);
+		t = EddyTupleAlloc(es, &es->transient);
+		memset(t->rows, 0, sizeof(EddyRow *) * es->nsources);
+		t->spans = 1u << i;
+		t->done = 0;
+		t->rows[i] = EddyRowFromSlot(es, src, slot);
+		return t;
+	}
+	return NULL;
+}
+
+/* A tuple enters routing: counted, and timed one time in 128 */
+static inline void
+start_route(EddyState *es, EddyTuple *t, bool fresh)
+{
+	EddyRouterTupleIn(&es->router);
+	es->current = t;
+	es->current_fresh = fresh;
+	es->current_timed = (--es->until_sample <= 0);
+	if (es->current_timed)
+		es->until_sample = EDDY_COST_SAMPLE_INTERVAL;
+	es->state = EDDY_STATE_ROUTE;
+}
+
+/* The projection of a complete tuple */
+static TupleTableSlot *
+output_tuple(EddyState *es, EddyTuple *t)
+{
+	ExprContext *econtext = es->css.ss.ps.ps_ExprContext;
+
+	/* a projection that reads no column (count(*)) needs no fill */
+	if (es->output_reads_columns)
+		EddyTupleFillSlot(es, t);
+	econtext->ecxt_scantuple = es->wide;
+	ResetExprContext(econtext);
+	if (es->css.ss.ps.ps_ProjInfo)
+		return ExecProject(es->css.ss.ps.ps_ProjInfo);
+	return es->wide;
+}
+
+/*
+ * EDDY_STATE_ROUTE: route the current tuple until it leaves.  Returns the
+ * output slot when it is complete, else NULL; either way the next state is
+ * DRAIN.
+ */
+static TupleTableSlot *
+route_current(EddyState *es)
+{
+	EddyRouter *router = &es->router;
+	EddyTuple  *t = es->current;
+
+	es->state = EDDY_STATE_DRAIN;
+	for (;;)
+	{
+		int			target = EddyRoute(router, t->spans, t->done);
+		EddyRouteTarget *tg;
+		EddyModule *m;
+		EddyTuple  *next;
+		double		start = 0;
+
+		if (target == EDDY_ROUTE_OUTPUT)
+			return output_tuple(es, t);
+		tg = &es->targets[target];
+		m = es->modules[tg->module];
+		if (es->current_fresh)
+		{
+			es->current_fresh = false;
+			EddyRouterNoteFirst(router, target);
+		}
+		tg->stats->in++;
+		if (es->current_timed)
+			start = eddy_now_ns();
+		next = m->methods->route(es, m, tg->dir, t);
+		if (es->current_timed)
+		{
+			tg->stats->cost_ns += eddy_now_ns() - start;
+			tg->stats->samples++;
+		}
+		if (next == NULL)
+			return NULL;		/* dropped, or stored with its matches pushed */
+		if (next != t)
+			router->until_reopt--;	/* a join's one result: a routed tuple */
+		t = next;
+	}
+}
+
+/* The point of stasis: nothing in flight references transient memory */
+static void
+at_stasis(EddyState *es)
+{
+	EddyArenaRewind(&es->transient);
+	if (es->loaded_any)
+	{
+		memset(es->loaded, 0, sizeof(EddyRow *) * es->nsources);
+		es->loaded_any = false;
+	}
+}
+
+/*
+ * The node's ExecProcNode: installed directly by eddy_begin, so that the
+ * executor calls it without going through ExecCustomScan.
+ */
+static TupleTableSlot *
+eddy_exec_node(PlanState *pstate)
+{
+	EddyState  *es = (EddyState *) pstate;
+
+	for (;;)
+	{
+		CHECK_FOR_INTERRUPTS();
+
+		switch (es->state)
+		{
+			case EDDY_STATE_READ:
+				{
+					EddyTuple  *t;
+
+					if (es->chain)
+					{
+						TupleTableSlot *slot = read_chain(es);
+
+						if (slot == NULL)
+							es->state = EDDY_STATE_DONE;
+						return slot;
+					}
+					t = read_source(es);
+					if (t == NULL)
+					{
+						es->state = EDDY_STATE_DONE;
+						return NULL;
+					}
+					start_route(es, t, true);
+				}
+				break;
+
+			case EDDY_STATE_ROUTE:
+				{
+					TupleTableSlot *slot = route_current(es);
+
+					if (slot != NULL)
+						return slot;
+				}
+				break;
+
+			case EDDY_STATE_DRAIN:
+				{
+					EddyFrame  *f;
+					EddyTuple  *t;
+
+					if (es->nstack == 0)
+					{
+						es->state = EDDY_STATE_STASIS;
+						break;
+					}
+					f = &es->stack[es->nstack - 1];
+					t = f->module->methods->next(es, f);
+					if (t == NULL)
+						es->nstack--;
+					else
+						start_route(es, t, false);
+				}
+				break;
+
+			case EDDY_STATE_STASIS:
+				at_stasis(es);
+				es->state = EDDY_STATE_READ;
+				break;
+
+			case EDDY_STATE_DONE:
+				return NULL;
+		}
+	}
 }
 
 static TupleTableSlot *
 eddy_exec(CustomScanState *node)
 {
-	if (((EddyScanState *) node)->join)
-		return eddy_join_exec_node(&node->ss.ps);
 	return eddy_exec_node(&node->ss.ps);
 }
+
+/* ----------------------------------------------------------------
+ *		End and rescan
+ * ----------------------------------------------------------------
+ */
 
 static void
 eddy_end(CustomScanState *node)
 {
-	EddyScanState *state = (EddyScanState *) node;
+	EddyState  *es = (EddyState *) node;
+	int			i;
 
-	if (state->join)
-		EddyJoinEnd(state->join);
-	else
-		ExecEndNode(state->source);
+	for (i = 0; i < es->nmodules; i++)
+	{
+		EddyModule *m = es->modules[i];
+
+		if (m->methods->end)
+			m->methods->end(es, m);
+	}
+	for (i = 0; i < es->nsources; i++)
+	{
+		EddySource *src = &es->sources[i];
+
+		if (src->method == EDDY_SOURCE_SCAN)
+			ExecEndNode(src->plan);
+		else
+		{
+			ExecDropSingleTupleTableSlot(src->heapslot);
+			table_close(src->heap, AccessShareLock);
+		}
+	}
+	if (!es->chain)
+	{
+		MemoryContextDelete(es->stored.cxt);
+		MemoryContextDelete(es->transient.cxt);
+	}
 }
 
 static void
 eddy_rescan(CustomScanState *node)
 {
-	EddyScanState *state = (EddyScanState *) node;
-
-	if (state->join)
-	{
-		EddyJoinRescan(state->join);
-		return;
-	}
-	if (node->ss.ps.chgParam != NULL)
-		UpdateChangedParamSet(state->source, node->ss.ps.chgParam);
-	if (state->source->chgParam == NULL)
-		ExecReScan(state->source);
-}
-
-/* ----------------------------------------------------------------
- *		EXPLAIN
- * ----------------------------------------------------------------
- */
-
-static void
-eddy_explain_line_start(ExplainState *es)
-{
-	appendStringInfoSpaces(es->str, es->indent * 2);
-}
-
-/* Operators a fresh tuple visits under the current routing, if it passes */
-static List *
-eddy_current_order(EddyRouter *router)
-{
-	List	   *order = NIL;
-	int			k;
-
-	for (k = 0; k < router->order_len; k++)
-		order = lappend_int(order, router->order[k] + 1);
-	return order;
-}
-
-static char *
-eddy_int_list_string(List *list)
-{
-	StringInfoData buf;
-	ListCell   *lc;
-
-	initStringInfo(&buf);
-	foreach(lc, list)
-		appendStringInfo(&buf, "%s%d", buf.len > 0 ? ", " : "", lfirst_int(lc));
-	return buf.data;
-}
-
-static void
-eddy_explain(CustomScanState *node, List *ancestors, ExplainState *es)
-{
-	EddyScanState *state = (EddyScanState *) node;
-	EddyRouter *router = &state->router;
-	bool		analyze = es->analyze && node->ss.ps.instrument != NULL;
-	List	   *context;
+	EddyState  *es = (EddyState *) node;
 	int			i;
 
-	if (state->join)
+	es->state = EDDY_STATE_READ;
+	es->nstack = 0;
+	es->next_source = 0;
+	for (i = 0; i < es->nmodules; i++)
 	{
-		EddyJoinExplain(state->join, ancestors, es);
-		return;
+		EddyModule *m = es->modules[i];
+
+		if (m->methods->rescan)
+			m->methods->rescan(es, m);
 	}
-	context = set_deparse_context_plan(es->deparse_cxt, node->ss.ps.plan,
-									   ancestors);
-
-	ExplainPropertyText("Routing Policy", EddyPolicyName(router->policy), es);
-	if (router->policy == EDDY_POLICY_LOTTERY && router->lottery_window > 0)
-		ExplainPropertyInteger("Lottery Window", "tuples",
-							   router->lottery_window, es);
-	ExplainPropertyInteger("Reoptimization Frequency", "tuples",
-						   router->reopt_frequency, es);
-
-	ExplainOpenGroup("Operators", "Operators", false, es);
-	for (i = 0; i < router->nops; i++)
+	if (!es->chain)
 	{
-		EddyOperator *op = &state->ops[i];
-		char	   *expr = deparse_expression((Node *) op->expr, context,
-											  es->verbose, false);
-		uint64		tuples_out = op->tuples_in - op->tuples_dropped;
-		uint64		tuples_first = op->tuples_first;
-		double		sel = op->tuples_in > 0 ?
-			(double) tuples_out / op->tuples_in : 0.0;
-		double		cost_us = op->cost_samples > 0 ?
-			op->cost_ns / op->cost_samples / 1000.0 : 0.0;
-		List	   *after = NIL;
-		int			j;
-
-		/* the open epoch's tuples are not yet counted */
-		if (i == router->epoch_first)
-			tuples_first += EddyRouterRouted(router) - router->epoch_start;
-
-		for (j = 0; j < router->nops; j++)
-			if (op->prereq & (1u << j))
-				after = lappend_int(after, j + 1);
-
-		if (es->format == EXPLAIN_FORMAT_TEXT)
-		{
-			eddy_explain_line_start(es);
-			appendStringInfo(es->str, "Selection %d: %s", i + 1, expr);
-			if (after != NIL)
-				appendStringInfo(es->str, " (after %s)",
-								 eddy_int_list_string(after));
-			appendStringInfoChar(es->str, '\n');
-			if (analyze)
-			{
-				eddy_explain_line_start(es);
-				appendStringInfo(es->str,
-								 "  Tuples In: " UINT64_FORMAT
-								 "  Out: " UINT64_FORMAT
-								 "  First: " UINT64_FORMAT
-								 "  Selectivity: %.3f",
-								 op->tuples_in, tuples_out,
-								 tuples_first, sel);
-				if (es->timing)
-					appendStringInfo(es->str, "  Cost: %.3f us", cost_us);
-				appendStringInfoChar(es->str, '\n');
-			}
-		}
-		else
-		{
-			ExplainOpenGroup("Operator", NULL, true, es);
-			ExplainPropertyText("Operator Type", "Selection", es);
-			ExplainPropertyInteger("Operator Number", NULL, i + 1, es);
-			ExplainPropertyText("Predicate", expr, es);
-			if (after != NIL)
-				ExplainPropertyText("After", eddy_int_list_string(after), es);
-			if (analyze)
-			{
-				ExplainPropertyUInteger("Tuples In", NULL, op->tuples_in, es);
-				ExplainPropertyUInteger("Tuples Out", NULL, tuples_out, es);
-				ExplainPropertyUInteger("Tuples First", NULL, tuples_first, es);
-				ExplainPropertyFloat("Selectivity", NULL, sel, 3, es);
-				if (es->timing)
-					ExplainPropertyFloat("Cost", "us", cost_us, 3, es);
-			}
-			ExplainCloseGroup("Operator", NULL, true, es);
-		}
+		EddyArenaReset(&es->transient);
+		EddyArenaReset(&es->stored);
+		memset(es->loaded, 0, sizeof(EddyRow *) * es->nsources);
+		es->loaded_any = false;
 	}
-	ExplainCloseGroup("Operators", "Operators", false, es);
-
-	if (analyze)
+	for (i = 0; i < es->nsources; i++)
 	{
-		ExplainPropertyUInteger("Tuples Routed", NULL, EddyRouterRouted(router), es);
-		ExplainPropertyUInteger("Recomputations", NULL, router->recomputations, es);
-		ExplainPropertyText("Final Order",
-							eddy_int_list_string(eddy_current_order(router)), es);
-		if (es->verbose)
-		{
-			StringInfoData buf;
-			uint64		open_tuples = EddyRouterRouted(router) - router->epoch_start;
+		EddySource *src = &es->sources[i];
 
-			/* runs of "first operator x tuples", the open epoch included */
-			initStringInfo(&buf);
-			for (i = 0; i < router->nhistory; i++)
-			{
-				uint64		tuples = router->history[i].tuples;
-
-				if (i == router->nhistory - 1 &&
-					router->history[i].op == router->epoch_first)
-				{
-					tuples += open_tuples;
-					open_tuples = 0;
-				}
-				appendStringInfo(&buf, "%s%d x " UINT64_FORMAT,
-								 i > 0 ? ", " : "",
-								 router->history[i].op + 1, tuples);
-			}
-			if (open_tuples > 0 && router->epoch_first >= 0)
-				appendStringInfo(&buf, "%s%d x " UINT64_FORMAT,
-								 buf.len > 0 ? ", " : "",
-								 router->epoch_first + 1, open_tuples);
-			if (router->history_truncated)
-				appendStringInfoString(&buf, ", ...");
-			ExplainPropertyText("Routing History", buf.data, es);
-		}
+		if (src->method != EDDY_SOURCE_SCAN)
+			continue;
+		src->exhausted = false;
+		if (node->ss.ps.chgParam != NULL)
+			UpdateChangedParamSet(src->plan, node->ss.ps.chgParam);
+		if (src->plan->chgParam == NULL)
+			ExecReScan(src->plan);
 	}
 }

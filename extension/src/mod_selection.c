@@ -1,16 +1,19 @@
 /*-------------------------------------------------------------------------
  *
  * mod_selection.c
- *	  Selection operators: one predicate each, routed by the eddy.
+ *	  Selection modules: one predicate each, routed by the eddy.
  *
- * A selection evaluates its predicate on the tuple being routed (the
- * source's own slot, see plan.c) with ExecQual semantics: NULL is false.
- * It counts tuples in and dropped; the eddy times its evaluations for one
- * tuple in EDDY_COST_SAMPLE_INTERVAL, the first one always, so that the
- * policy knows each operator's cost (a
- * single-threaded eddy has no back-pressure to tell it which operators are
- * slow).  Timing every call would cost more than the cheap predicates
- * themselves.
+ * A selection evaluates its predicate on the tuple being routed with
+ * ExecQual semantics (NULL is false): on the wide slot, filled from the
+ * tuple's rows, or, in a one-source eddy of filters only, on the source's
+ * own slot, which the eddy evaluates inline when it walks its chain
+ * (exec.c): a selection is a filter.  It is eligible once the tuple spans
+ * the sources it reads and its prerequisites are done (a predicate that
+ * may raise waits for the ones PostgreSQL ran before it, plan.c).  The
+ * eddy times one routed tuple in EDDY_COST_SAMPLE_INTERVAL, the first one
+ * always, so that the policy knows each module's cost (a single-threaded
+ * eddy has no back-pressure to tell it which operators are slow); timing
+ * every call would cost more than cheap predicates themselves.
  *
  * EddyExprMayRaise decides, at plan time, whether a predicate may raise an
  * error for some input, in which case the eddy never runs it before a
@@ -23,7 +26,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "eddy.h"
+#include "exec.h"
 
 #include <time.h>
 
@@ -33,10 +36,8 @@
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
+#include "utils/ruleutils.h"
 #include "utils/syscache.h"
-
-/* Planner cost units to nanoseconds, for the policy's prior (about 4 us) */
-#define EDDY_NS_PER_COST_UNIT	4000.0
 
 /* Is funcid our delay(int, int), the C function eddy_delay of this module? */
 static bool
@@ -160,7 +161,7 @@ EddyExprMayRaise(Node *expr)
  * evaluated by the expression interpreter.
  */
 static void
-eddy_selection_fast_path(EddyOperator *op, Expr *expr)
+predicate_fast_path(EddyPredicate *pred, Expr *expr)
 {
 	OpExpr	   *opexpr;
 	Node	   *left;
@@ -207,13 +208,21 @@ eddy_selection_fast_path(EddyOperator *op, Expr *expr)
 	fcinfo->args[1 - argno].isnull = false;
 	fcinfo->args[argno].isnull = false;
 
-	op->fast_fcinfo = fcinfo;
-	op->fast_attno = var->varattno - 1;
-	op->fast_argno = argno;
+	pred->fast_fcinfo = fcinfo;
+	pred->fast_attno = var->varattno - 1;
+	pred->fast_argno = argno;
+}
+
+void
+EddyPredicateInit(EddyPredicate *pred, Expr *expr, PlanState *parent)
+{
+	memset(pred, 0, sizeof(EddyPredicate));
+	pred->qual = ExecInitQual(list_make1(expr), parent);
+	predicate_fast_path(pred, expr);
 }
 
 static bool
-eddy_max_attno_walker(Node *node, AttrNumber *max)
+max_attno_walker(Node *node, AttrNumber *max)
 {
 	if (node == NULL)
 		return false;
@@ -225,39 +234,131 @@ eddy_max_attno_walker(Node *node, AttrNumber *max)
 			*max = var->varattno;
 		return false;
 	}
-	return expression_tree_walker(node, eddy_max_attno_walker, max);
+	return expression_tree_walker(node, max_attno_walker, max);
 }
 
-/* Highest column of the scan tuple the operator reads */
+/* Highest column of the scan tuple the expression reads */
 AttrNumber
-EddySelectionMaxAttno(EddyOperator *op)
+EddyPredicateMaxAttno(Expr *expr)
 {
 	AttrNumber	max = 0;
 
-	eddy_max_attno_walker((Node *) op->expr, &max);
+	max_attno_walker((Node *) expr, &max);
 	return max;
 }
 
-void
-EddySelectionInit(EddyOperator *op, Expr *expr, uint32 prereq,
-				  double est_sel, double est_cost, PlanState *parent)
+/* ----------------------------------------------------------------
+ *		The module
+ * ----------------------------------------------------------------
+ */
+
+typedef struct EddySelection
 {
-	memset(op, 0, sizeof(EddyOperator));
-	op->expr = expr;
-	op->qual = ExecInitQual(list_make1(expr), parent);
-	eddy_selection_fast_path(op, expr);
-	op->prereq = prereq;
-	op->est_sel = Min(Max(est_sel, 0.0), 1.0);
-	op->est_cost_ns = Max(est_cost, 0.0) * EDDY_NS_PER_COST_UNIT;
+	EddyModule	module;			/* must be first */
+	EddyPredicate pred;
+	uint64		prereq;			/* modules that must have passed first */
+} EddySelection;
+
+static EddyTuple *selection_route(EddyState *es, EddyModule *m, int dir,
+								  EddyTuple *t);
+static void selection_explain(EddyState *es, EddyModule *m, List *context,
+							  bool useprefix, ExplainState *xs);
+
+static const EddyModuleMethods selection_methods = {
+	.label = "Selection",
+	.route = selection_route,
+	.next = NULL,				/* never pushes a frame */
+	.rescan = NULL,				/* keeps no state */
+	.end = NULL,
+	.explain = selection_explain,
+};
+
+/* A selection module from its description (private.h) */
+EddyModule *
+EddySelectionBegin(EddyState *es, List *desc, int index)
+{
+	CustomScan *cscan = (CustomScan *) es->css.ss.ps.plan;
+	EddySelection *sel = palloc0(sizeof(EddySelection));
+	EddyModule *m = &sel->module;
+	ListCell   *lc;
+
+	Assert(list_length(desc) == EddySelNumItems);
+	m->methods = &selection_methods;
+	m->index = index;
+	m->expr = list_nth(cscan->custom_exprs, intVal(list_nth(desc, EddySelExpr)));
+	EddyPredicateInit(&sel->pred, m->expr, &es->css.ss.ps);
+	m->filter = &sel->pred;
+	foreach(lc, (List *) list_nth(desc, EddySelPrereqs))
+		sel->prereq |= UINT64CONST(1) << lfirst_int(lc);
+
+	m->ndirs = 1;
+	m->target[0].need = (uint32) intVal(list_nth(desc, EddySelSources));
+	m->target[0].allow = ~0u;
+	m->target[0].prereq = sel->prereq;
+	m->stats[0].prior_ratio =
+		Min(Max(floatVal(list_nth(desc, EddySelEstSelectivity)), 0.0), 1.0);
+	m->stats[0].prior_cost_ns =
+		Max(floatVal(list_nth(desc, EddySelEstCost)), 0.0) * EDDY_NS_PER_COST_UNIT;
+	return m;
 }
 
-bool
-EddySelectionEvalTimed(EddyOperator *op, ExprContext *econtext)
+/*
+ * Evaluate the predicate on the tuple's rows: it passes (done) or is
+ * dropped.
+ */
+static EddyTuple *
+selection_route(EddyState *es, EddyModule *m, int dir, EddyTuple *t)
 {
-	double		start = eddy_now_ns();
-	bool		pass = EddySelectionEval(op, econtext);
+	EddySelection *sel = (EddySelection *) m;
+	ExprContext *econtext = es->css.ss.ps.ps_ExprContext;
+	MemoryContext oldcontext;
+	bool		pass;
 
-	op->cost_ns += eddy_now_ns() - start;
-	op->cost_samples++;
-	return pass;
+	EddyTupleFillSlot(es, t);
+	econtext->ecxt_scantuple = es->wide;
+	ResetExprContext(econtext);
+	oldcontext = MemoryContextSwitchTo(econtext->ecxt_per_tuple_memory);
+	pass = EddyPredicateEval(&sel->pred, econtext);
+	MemoryContextSwitchTo(oldcontext);
+	if (!pass)
+	{
+		InstrCountFiltered1(&es->css, 1);
+		return NULL;
+	}
+	m->stats[0].out++;
+	t->done |= UINT64CONST(1) << m->index;
+	return t;
+}
+
+static void
+selection_explain(EddyState *es, EddyModule *m, List *context, bool useprefix,
+				  ExplainState *xs)
+{
+	EddySelection *sel = (EddySelection *) m;
+	char	   *expr = deparse_expression((Node *) m->expr, context, useprefix, false);
+	StringInfoData after;
+	int			j;
+
+	initStringInfo(&after);
+	for (j = 0; j < es->nmodules; j++)
+		if (sel->prereq & (UINT64CONST(1) << j))
+			appendStringInfo(&after, "%s%d", after.len > 0 ? ", " : "", j + 1);
+
+	if (xs->format == EXPLAIN_FORMAT_TEXT)
+	{
+		if (after.len > 0)
+			EddyExplainLine(xs, "Selection %d: %s (after %s)", m->index + 1, expr,
+							after.data);
+		else
+			EddyExplainLine(xs, "Selection %d: %s", m->index + 1, expr);
+	}
+	else
+	{
+		ExplainPropertyText("Operator Type", "Selection", xs);
+		ExplainPropertyInteger("Operator Number", NULL, m->index + 1, xs);
+		ExplainPropertyText("Predicate", expr, xs);
+		if (after.len > 0)
+			ExplainPropertyText("After", after.data, xs);
+	}
+	EddyExplainCounters(es, m, -1, xs);
 }

@@ -33,6 +33,7 @@
  *-------------------------------------------------------------------------
  */
 #include "eddy.h"
+#include "private.h"
 
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
@@ -142,35 +143,41 @@ eddy_plan_custom_path(PlannerInfo *root, RelOptInfo *rel,
 	Plan	   *source = linitial(custom_plans);
 	Plan	   *scan = eddy_source_scan(source);
 	List	   *routed_rinfos;
-	List	   *prereqs = NIL;
-	List	   *est_sel = NIL;
-	List	   *est_cost = NIL;
+	List	   *modules = NIL;
 	List	   *exprs = NIL;
+	List	   *source_desc;
 	double		passed = 1.0;
 	int			nops;
 	ListCell   *lc;
 
 	routed_rinfos = EddyRouteScanQuals(root, clauses, source, EDDY_MAX_SELECTIONS);
 
-	/* Operators in PostgreSQL's order, with their prerequisites. */
+	/* Selection modules in PostgreSQL's order, with their prerequisites. */
 	nops = 0;
 	foreach(lc, routed_rinfos)
 	{
 		RestrictInfo *rinfo = lfirst_node(RestrictInfo, lc);
 		QualCost	cost;
 		Selectivity sel;
-		int			prereq = 0;
+		List	   *prereq = NIL;
+		List	   *desc;
+		int			j;
 
 		if (EddyExprMayRaise((Node *) rinfo->clause))
-			prereq = (1 << nops) - 1;	/* every operator PostgreSQL ran first */
+			for (j = 0; j < nops; j++)
+				prereq = lappend_int(prereq, j);	/* every operator PostgreSQL ran first */
 		cost_qual_eval_node(&cost, (Node *) rinfo, root);
 		sel = clause_selectivity(root, (Node *) rinfo, 0, JOIN_INNER, NULL);
 
+		desc = list_make5(makeInteger(EDDY_MODULE_SELECTION),
+						  makeInteger(1),	/* source 0 */
+						  prereq,
+						  makeInteger(list_length(exprs)),
+						  makeFloat(psprintf("%.6g", sel)));
+		desc = lappend(desc, makeFloat(psprintf("%.6g", cost.per_tuple + cost.startup)));
+		Assert(list_length(desc) == EddySelNumItems);
+		modules = lappend(modules, desc);
 		exprs = lappend(exprs, rinfo->clause);
-		prereqs = lappend(prereqs, makeInteger(prereq));
-		est_sel = lappend(est_sel, makeFloat(psprintf("%.6g", sel)));
-		est_cost = lappend(est_cost,
-						   makeFloat(psprintf("%.6g", cost.per_tuple + cost.startup)));
 		passed *= sel;
 		nops++;
 	}
@@ -192,8 +199,17 @@ eddy_plan_custom_path(PlannerInfo *root, RelOptInfo *rel,
 	cscan->flags = best_path->flags;
 	cscan->custom_plans = custom_plans;
 	cscan->custom_exprs = exprs;
-	cscan->custom_private = list_make4(makeInteger(EDDY_KIND_SELECTIONS),
-									   prereqs, est_sel, est_cost);
+	/* one source: the scan, whose target list is the whole wide tuple */
+	source_desc = list_make5(makeInteger(EDDY_SOURCE_SCAN),
+							 makeInteger(0),
+							 makeInteger(list_length(source->targetlist)),
+							 makeInteger(0),
+							 makeInteger(0));
+	source_desc = lappend(source_desc, NIL);
+	source_desc = lappend(source_desc, makeFloat(psprintf("%.0f", source->plan_rows)));
+	Assert(list_length(source_desc) == EddySourceNumItems);
+	cscan->custom_private = list_make3(list_make1(source_desc), modules,
+									   list_make1(makeInteger(0)));
 	cscan->custom_scan_tlist = copyObject(source->targetlist);
 	cscan->custom_relids = NULL;	/* set by the caller */
 	cscan->methods = &eddy_scan_methods;

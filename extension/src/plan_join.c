@@ -55,6 +55,7 @@
  *-------------------------------------------------------------------------
  */
 #include "eddy.h"
+#include "private.h"
 
 #include "access/stratnum.h"
 #include "catalog/pg_am.h"
@@ -1095,10 +1096,12 @@ eddy_plan_join_path(PlannerInfo *root, RelOptInfo *joinrel,
 													 list_length(scan_tlist) + 1,
 													 NULL, false));
 			}
-			source = list_make4(makeInteger(EDDY_SOURCE_SCAN),
+			source = list_make5(makeInteger(EDDY_SOURCE_SCAN),
 								makeInteger(first_col[i]),
 								makeInteger(ncols),
-								makeInteger(plan_i));
+								makeInteger(plan_i),
+								makeInteger(0));
+			source = lappend(source, NIL);
 			plan_i++;
 		}
 		else
@@ -1119,9 +1122,12 @@ eddy_plan_join_path(PlannerInfo *root, RelOptInfo *joinrel,
 			source = list_make5(makeInteger(EDDY_SOURCE_INDEX),
 								makeInteger(first_col[i]),
 								makeInteger(ncols),
-								make_oid(rte->relid),
-								attnos);
+								makeInteger(-1),
+								make_oid(rte->relid));
+			source = lappend(source, attnos);
 		}
+		source = lappend(source, makeFloat(psprintf("%.0f", rel->rows)));
+		Assert(list_length(source) == EddySourceNumItems);
 		sources = lappend(sources, source);
 	}
 
@@ -1175,12 +1181,20 @@ eddy_plan_join_path(PlannerInfo *root, RelOptInfo *joinrel,
 			}
 		}
 		cost_qual_eval_node(&cost, (Node *) rinfo, root);
-		modules = lappend(modules,
-						  list_make5(makeInteger(EDDY_MODULE_SELECTION),
-									 makeInteger((int) (complete_only ? all_rels : rels)),
-									 prereq,
-									 makeInteger(list_length(exprs)),
-									 makeFloat(psprintf("%.6g", cost.per_tuple + cost.startup))));
+		{
+			List	   *desc;
+
+			desc = list_make5(makeInteger(EDDY_MODULE_SELECTION),
+							  makeInteger((int) (complete_only ? all_rels : rels)),
+							  prereq,
+							  makeInteger(list_length(exprs)),
+							  makeFloat(psprintf("%.6g",
+												 clause_selectivity(root, (Node *) rinfo, 0,
+																	JOIN_INNER, NULL))));
+			desc = lappend(desc, makeFloat(psprintf("%.6g", cost.per_tuple + cost.startup)));
+			Assert(list_length(desc) == EddySelNumItems);
+			modules = lappend(modules, desc);
+		}
 		exprs = lappend(exprs, rinfo->clause);
 		i++;
 	}
@@ -1221,15 +1235,12 @@ eddy_plan_join_path(PlannerInfo *root, RelOptInfo *joinrel,
 			exprs = lappend(exprs, clause_side(rinfo, jp->rels[side1]->relid));
 		}
 		module = list_make5(makeInteger(e->index_into >= 0 ? EDDY_MODULE_INDEX_JOIN : EDDY_MODULE_HASH_JOIN),
-							list_make4(makeInteger(side0), makeInteger(side1),
-									   makeInteger((int) mask0), makeInteger((int) mask1)),
-							list_make2(opnos, colls),
-							list_make2(keys0, keys1),
-							e->index_into >= 0 ?
-							list_make3(make_oid(e->index->indexoid),
-									   e->index_cols,
-									   list_make1(makeString(pstrdup(e->index->relam == BTREE_AM_OID ? "btree" : "hash")))) :
-							NIL);
+							list_make2(makeInteger(side0), makeInteger(side1)),
+							list_make2(makeInteger((int) mask0), makeInteger((int) mask1)),
+							opnos,
+							colls);
+		module = lappend(module, keys0);
+		module = lappend(module, keys1);
 		/* the join condition, for EXPLAIN */
 		module = lappend(module, makeInteger(list_length(exprs)));
 
@@ -1290,10 +1301,17 @@ eddy_plan_join_path(PlannerInfo *root, RelOptInfo *joinrel,
 			}
 			module = lappend(module, uniq);
 		}
-		/* estimated tuples per side, to size the STAIRs */
+		/* estimated tuples per side, to size the STAIRs, and selectivity */
 		module = lappend(module,
 						 list_make2(makeFloat(psprintf("%.0f", jp->rels[side0]->rows)),
 									makeFloat(psprintf("%.0f", jp->rels[side1]->rows))));
+		module = lappend(module,
+						 makeFloat(psprintf("%.6g", keyclauses == NIL ? 1.0 :
+											clauselist_selectivity(root, keyclauses, 0,
+																   JOIN_INNER, NULL))));
+		module = lappend(module, make_oid(e->index_into >= 0 ? e->index->indexoid : InvalidOid));
+		module = lappend(module, e->index_into >= 0 ? e->index_cols : NIL);
+		Assert(list_length(module) == EddyJoinNumItems);
 		exprs = lappend(exprs, keyclauses == NIL ? (Expr *) makeBoolConst(true, false) :
 						make_ands_explicit(extract_actual_clauses(keyclauses, false)));
 		modules = lappend(modules, module);
@@ -1322,10 +1340,10 @@ eddy_plan_join_path(PlannerInfo *root, RelOptInfo *joinrel,
 			List	   *ends;
 			List	   *uniq;
 
-			if (intVal(linitial(md)) != EDDY_MODULE_HASH_JOIN)
+			if (intVal(list_nth(md, EddyJoinKind)) != EDDY_MODULE_HASH_JOIN)
 				continue;
-			ends = lsecond(md);
-			uniq = list_nth(md, 6);
+			ends = list_nth(md, EddyJoinEnds);
+			uniq = list_nth(md, EddyJoinUnique);
 			if (intVal(lsecond(uniq)))
 				unique_edges[intVal(linitial(ends))]++;
 			if (intVal(linitial(uniq)))
@@ -1352,8 +1370,7 @@ eddy_plan_join_path(PlannerInfo *root, RelOptInfo *joinrel,
 					order = lappend(order, makeInteger(r));
 			}
 		}
-		cscan->custom_private = list_make4(makeInteger(EDDY_KIND_JOIN), sources, modules,
-										   order);
+		cscan->custom_private = list_make3(sources, modules, order);
 	}
 	cscan->custom_scan_tlist = scan_tlist;
 	cscan->methods = &eddy_scan_methods;

@@ -1,53 +1,64 @@
 /*-------------------------------------------------------------------------
  *
  * routing.c
- *	  Routing tables and routing policies of the eddy.
+ *	  The router of every eddy: routing tables and routing policies.
  *
- * A tuple's signature is its done bitmap: the operators it has already
- * passed.  The routing table maps each signature to the operator the tuple
- * visits next, or to EDDY_ROUTE_OUTPUT once every operator is done.  The
- * per-tuple work is one array lookup (EddyRoute in eddy.h); the decisions
+ * A tuple's signature is (spans, done): the sources it holds and the
+ * modules it has visited.  The router's targets are the modules in each
+ * direction they can take a tuple (a selection: one; a symmetric hash
+ * join: two, one per side; an index join: one), each with the conditions
+ * under which it may take a tuple (routing.h) and its statistics.  The
+ * routing table maps each signature to the target it visits next, or to
+ * EDDY_ROUTE_OUTPUT once the tuple spans every source and has done every
+ * module.  The per-hop work is one table lookup (EddyRoute); the decisions
  * are made in batches, as in the TelegraphCQ implementation (Deshpande,
  * SIGMOD Record 2004, section 2.1.1): every eddy.reopt_frequency tuples
- * EddyRouterReoptimize folds the operators' counters into decayed
- * statistics, scores the operators, and starts a new epoch.  Entries of
- * older epochs are recomputed on first use (EddyRouterChoose), so a
- * recomputation costs O(operators), not O(signatures).
+ * routed, EddyRouterReoptimize folds the targets' counters into decayed
+ * statistics, scores the targets, and starts a new epoch.  Entries of
+ * older epochs are recomputed on first use, so a recomputation costs
+ * O(targets), not O(signatures).
  *
- * An operator is eligible for a signature if it is not done and all its
- * prerequisites are (plan.c: a predicate that may raise an error waits for
- * the predicates PostgreSQL evaluated before it).  Prerequisites only point
- * to earlier operators in PostgreSQL's order, so the lowest-numbered
- * operator not yet done is always eligible.
+ * What is counted.  A tuple is routed once when it enters the eddy's
+ * routing: read from a source, or made by a join (a match).  That is what
+ * eddy.reopt_frequency counts and EXPLAIN ANALYZE shows as "Tuples
+ * Routed", in every eddy.  Per target: tuples in (routed to it), out
+ * (passed on by a selection; results of a join), and first (source tuples
+ * for which it was the first choice).
  *
- * Policies:
- *	 fixed	 the lowest-numbered eligible operator: PostgreSQL's order, never
- *			 recomputed (the non-adaptive baseline).
- *	 random	 uniform among the eligible operators, drawn anew each epoch.
- *	 rank	 rank ordering for independent filters: the eligible operator
- *			 with the highest (1 - selectivity) / cost, from observed
- *			 selectivity and sampled cost, exponentially decayed with a
- *			 half-life of EDDY_STATS_HALFLIFE routed tuples so that the
- *			 order follows the data as it changes.  Until an operator has
- *			 been observed the planner's estimates stand in.
- *	 lottery lottery scheduling (Avnur & Hellerstein, SIGMOD 2000, 4.2): an
- *			 operator gets a ticket when it takes a tuple and gives one back
- *			 when it returns one, so its tickets count the tuples it
+ * Policies, written once for every kind of module:
+ *	 fixed	 the first eligible target in PostgreSQL's order (modules in
+ *			 plan order, a join's side 0 first), never recomputed: the
+ *			 non-adaptive baseline.
+ *	 random	 uniform among the eligible targets, drawn anew each epoch.
+ *	 rank	 rank ordering for independent filters: the eligible target
+ *			 with the highest (1 - ratio) / cost, ratio being the observed
+ *			 selectivity of a selection or fan-out of a join, from decayed
+ *			 observations (half-life EDDY_STATS_HALFLIFE routed tuples, so
+ *			 the order follows the data as it changes), the planner's
+ *			 estimate standing in with the weight of EDDY_PRIOR_TUPLES
+ *			 tuples.
+ *	 lottery lottery scheduling (Avnur & Hellerstein, SIGMOD 2000, 4.2): a
+ *			 target gets a ticket when it takes a tuple and gives one back
+ *			 for each it passes on, so its tickets count the tuples it
  *			 eliminated.  The winner is drawn with probability proportional
  *			 to tickets.  A threaded eddy also weighs speed through
  *			 back-pressure (a slow operator's queue is full); this eddy is
  *			 single-threaded, so a ticket is weighted by the inverse of the
- *			 operator's measured cost instead.  With eddy.lottery_window = W
+ *			 target's measured cost instead.  With eddy.lottery_window = W
  *			 (the windowed lottery of 000, 6.2.1), tickets older than the
  *			 previous window of W routed tuples are forgotten.  Every
- *			 eligible operator holds one ticket at least, so none starves.
+ *			 eligible target holds one ticket at least, so none starves.
  *
- * The history of first choices (the route of a fresh tuple) is kept,
- * run-length encoded, for EXPLAIN ANALYZE VERBOSE.
+ * The chain.  When every module is a filter over one source, every tuple
+ * of an epoch follows a prefix of one chain of targets, which the executor
+ * walks instead of the table; "first" is then counted per epoch.
+ *
+ * The history of first choices is kept run-length encoded for EXPLAIN
+ * ANALYZE VERBOSE.
  *
  *-------------------------------------------------------------------------
  */
-#include "eddy.h"
+#include "routing.h"
 
 #include <math.h>
 
@@ -55,26 +66,43 @@
 
 /* Half-life, in routed tuples, of the statistics behind the rank policy */
 #define EDDY_STATS_HALFLIFE		1000.0
-/* Weight, in tuples, of the planner's selectivity estimate */
+/* Weight, in tuples, of the planner's estimates */
 #define EDDY_PRIOR_TUPLES		2.0
+/* Initial size of a hashed routing table */
+#define EDDY_ROUTE_ENTRIES		1024
 
 void
-EddyRouterInit(EddyRouter *router, EddyOperator *ops, int nops,
+EddyRouterInit(EddyRouter *router, EddyRouteTarget *targets, int ntargets,
+			   int nmodules, uint32 all_sources, bool chain,
 			   EddyRoutingPolicy policy, int reopt_frequency,
 			   int lottery_window, uint64 seed)
 {
-	Size		nsig = (Size) 1 << nops;
-
-	Assert(nops >= 0 && nops <= EDDY_MAX_SELECTIONS);
 	memset(router, 0, sizeof(EddyRouter));
-	router->nops = nops;
-	router->ops = ops;
+	router->ntargets = ntargets;
+	router->targets = targets;
+	router->nmodules = nmodules;
+	router->all_sources = all_sources;
+	router->all_done = (nmodules >= 64) ? ~UINT64CONST(0) :
+		((UINT64CONST(1) << nmodules) - 1);
 	router->policy = policy;
 	router->reopt_frequency = reopt_frequency;
 	router->lottery_window = lottery_window;
-	router->route = palloc0(nsig * sizeof(uint8));
-	router->route_epoch = palloc0(nsig * sizeof(uint32));
-	router->epoch = 1;			/* every entry starts stale */
+	router->direct = (all_sources == 1 && nmodules <= EDDY_MAX_SELECTIONS);
+	if (router->direct)
+	{
+		Size		nsig = (Size) 1 << nmodules;
+
+		router->route = palloc0(nsig * sizeof(int));
+		router->route_epoch = palloc0(nsig * sizeof(uint32));
+	}
+	else
+	{
+		router->nentries = EDDY_ROUTE_ENTRIES;
+		router->entries = palloc0(sizeof(EddyRouteEntry) * router->nentries);
+	}
+	Assert(!chain || router->direct);
+	router->chain_len = chain ? 0 : -1;
+	router->epoch = 0;			/* the first computation makes it 1 */
 	router->until_reopt = reopt_frequency;
 	router->epoch_first = -1;
 	router->history = palloc(EDDY_MAX_HISTORY_RUNS * sizeof(EddyHistoryRun));
@@ -83,31 +111,31 @@ EddyRouterInit(EddyRouter *router, EddyOperator *ops, int nops,
 	router->recomputations = 0; /* the initial scoring is not a recomputation */
 }
 
-/* Mean cost of an operator in ns: measured if ever timed, else the prior. */
+/* Mean cost of a target in ns: measured if ever timed, else the prior. */
 static double
-eddy_op_cost(EddyOperator *op)
+stats_cost(EddyModuleStats *st)
 {
 	double		cost;
 
-	if (op->w_samples > 1e-9)
-		cost = op->w_ns / op->w_samples;
-	else if (op->cost_samples > 0)
-		cost = op->cost_ns / op->cost_samples;
+	if (st->w_samples > 1e-9)
+		cost = st->w_ns / st->w_samples;
+	else if (st->samples > 0)
+		cost = st->cost_ns / st->samples;
 	else
-		cost = op->est_cost_ns;
+		cost = st->prior_cost_ns;
 	return Max(cost, 1.0);
 }
 
 static double
-eddy_op_selectivity(EddyOperator *op)
+stats_ratio(EddyModuleStats *st)
 {
-	return (op->w_out + EDDY_PRIOR_TUPLES * op->est_sel) /
-		(op->w_in + EDDY_PRIOR_TUPLES);
+	return (st->w_out + EDDY_PRIOR_TUPLES * st->prior_ratio) /
+		(st->w_in + EDDY_PRIOR_TUPLES);
 }
 
 /* Fold the counters gathered since the last call into decayed statistics. */
 static void
-eddy_update_statistics(EddyRouter *router)
+update_statistics(EddyRouter *router)
 {
 	double		decay;
 	int			i;
@@ -115,25 +143,24 @@ eddy_update_statistics(EddyRouter *router)
 	decay = exp2(-(double) (router->routed - router->stats_routed) /
 				 EDDY_STATS_HALFLIFE);
 	router->stats_routed = router->routed;
-	for (i = 0; i < router->nops; i++)
+	for (i = 0; i < router->ntargets; i++)
 	{
-		EddyOperator *op = &router->ops[i];
+		EddyModuleStats *st = router->targets[i].stats;
 
-		op->w_in = op->w_in * decay + (double) (op->tuples_in - op->seen_in);
-		op->w_out = op->w_out * decay +
-			(double) ((op->tuples_in - op->tuples_dropped) - op->seen_out);
-		op->w_samples = op->w_samples * decay +
-			(double) (op->cost_samples - op->seen_samples);
-		op->w_ns = op->w_ns * decay + (op->cost_ns - op->seen_ns);
-		op->seen_in = op->tuples_in;
-		op->seen_out = op->tuples_in - op->tuples_dropped;
-		op->seen_samples = op->cost_samples;
-		op->seen_ns = op->cost_ns;
+		st->w_in = st->w_in * decay + (double) (st->in - st->seen_in);
+		st->w_out = st->w_out * decay + (double) (st->out - st->seen_out);
+		st->w_samples = st->w_samples * decay +
+			(double) (st->samples - st->seen_samples);
+		st->w_ns = st->w_ns * decay + (st->cost_ns - st->seen_ns);
+		st->seen_in = st->in;
+		st->seen_out = st->out;
+		st->seen_samples = st->samples;
+		st->seen_ns = st->cost_ns;
 	}
 }
 
 static void
-eddy_score_operators(EddyRouter *router)
+score_targets(EddyRouter *router)
 {
 	bool		new_window = false;
 	int			i;
@@ -145,197 +172,298 @@ eddy_score_operators(EddyRouter *router)
 		router->window_start = router->routed;
 	}
 
-	for (i = 0; i < router->nops; i++)
+	for (i = 0; i < router->ntargets; i++)
 	{
-		EddyOperator *op = &router->ops[i];
+		EddyModuleStats *st = router->targets[i].stats;
 
 		switch (router->policy)
 		{
 			case EDDY_POLICY_RANK:
-				op->score = (1.0 - eddy_op_selectivity(op)) / eddy_op_cost(op);
+				st->score = (1.0 - stats_ratio(st)) / stats_cost(st);
 				break;
 			case EDDY_POLICY_LOTTERY:
 				{
-					int64		held = (int64) op->tuples_dropped;
+					int64		held = (int64) st->in - (int64) st->out;
+					int64		tickets;
 
 					if (new_window)
 					{
 						/* forget what was earned before the previous window */
-						op->ticket_base = op->ticket_next_base;
-						op->ticket_next_base = held;
+						st->ticket_base = st->ticket_next_base;
+						st->ticket_next_base = held;
 					}
-					op->score = (double) (1 + held - op->ticket_base) /
-						eddy_op_cost(op);
+					tickets = Max(1 + held - st->ticket_base, 1);
+					st->score = (double) tickets / stats_cost(st);
 				}
 				break;
 			case EDDY_POLICY_FIXED:
 			case EDDY_POLICY_RANDOM:
-				op->score = 0.0;
+				st->score = 0.0;
 				break;
 		}
 	}
 }
 
-/* Append the epoch that just ended to the run-length encoded history. */
+/* Append a run of first choices to the run-length encoded history. */
 static void
-EddyRouterCloseEpoch(EddyRouter *router)
+history_append(EddyRouter *router, int target, uint64 tuples)
+{
+	if (router->nhistory > 0 &&
+		router->history[router->nhistory - 1].target == target)
+		router->history[router->nhistory - 1].tuples += tuples;
+	else if (router->nhistory < EDDY_MAX_HISTORY_RUNS)
+	{
+		router->history[router->nhistory].target = target;
+		router->history[router->nhistory].tuples = tuples;
+		router->nhistory++;
+	}
+	else
+		router->history_truncated = true;
+}
+
+/* Chain: account the epoch that just ended to its first choice. */
+static void
+close_epoch(EddyRouter *router)
 {
 	uint64		tuples = router->routed - router->epoch_start;
 
 	if (router->epoch_first >= 0 && tuples > 0)
 	{
-		router->ops[router->epoch_first].tuples_first += tuples;
-		if (router->nhistory > 0 &&
-			router->history[router->nhistory - 1].op == router->epoch_first)
-			router->history[router->nhistory - 1].tuples += tuples;
-		else if (router->nhistory < EDDY_MAX_HISTORY_RUNS)
-		{
-			router->history[router->nhistory].op = router->epoch_first;
-			router->history[router->nhistory].tuples = tuples;
-			router->nhistory++;
-		}
-		else
-			router->history_truncated = true;
+		router->targets[router->epoch_first].stats->first += tuples;
+		history_append(router, router->epoch_first, tuples);
 	}
 	router->epoch_start = router->routed;
 	router->epoch_first = -1;
 }
 
 /*
- * The chain of choices a tuple makes in this epoch if it passes every
- * operator: order[k] = route[{order[0], ..., order[k-1]}].  With selection
- * operators only, every tuple of the epoch follows a prefix of this chain
- * (each signature's entry is chosen once per epoch, even by the random and
- * lottery policies), so the executor walks the array instead of the table.
+ * A source tuple's first choice (not in chain mode, which counts per
+ * epoch): counted, and recorded in the history.
  */
-static void
-eddy_compute_order(EddyRouter *router)
+void
+EddyRouterNoteFirst(EddyRouter *router, int target)
 {
-	uint32		done = 0;
-	int			op;
+	router->targets[target].stats->first++;
+	history_append(router, target, 1);
+}
 
-	router->order_len = 0;
-	while ((op = EddyRoute(router, done)) != EDDY_ROUTE_OUTPUT)
-	{
-		router->order[router->order_len++] = (uint8) op;
-		done |= 1u << op;
-	}
-	router->epoch_first = router->order_len > 0 ? router->order[0] : -1;
+/* Source tuples for which target was the first choice, open epoch included */
+uint64
+EddyRouterFirst(EddyRouter *router, int target)
+{
+	uint64		first = router->targets[target].stats->first;
+
+	if (router->chain_len >= 0 && target == router->epoch_first)
+		first += EddyRouterRouted(router) - router->epoch_start;
+	return first;
 }
 
 /*
- * Recompute the routing decisions: called every reopt_frequency tuples.
- * The fixed policy never changes its mind, so it only re-arms the counter.
+ * The chain of choices a tuple makes in this epoch if it passes every
+ * filter: chain[k] = route[{chain[0], ..., chain[k-1]}].
+ */
+static void
+compute_chain(EddyRouter *router)
+{
+	uint64		done = 0;
+	int			t;
+
+	router->chain_len = 0;
+	while ((t = EddyRoute(router, router->all_sources, done)) != EDDY_ROUTE_OUTPUT)
+	{
+		router->chain[router->chain_len++] = t;
+		done |= UINT64CONST(1) << router->targets[t].module;
+	}
+	router->epoch_first = router->chain_len > 0 ? router->chain[0] : -1;
+}
+
+/*
+ * Recompute the routing decisions: every reopt_frequency tuples routed.
+ * The fixed policy never changes its mind, so after the first computation
+ * it only re-arms the counter.
  */
 void
 EddyRouterReoptimize(EddyRouter *router)
 {
 	router->routed = EddyRouterRouted(router);
 	router->until_reopt = router->reopt_frequency;
-	if (router->policy == EDDY_POLICY_FIXED && router->epoch_first >= 0)
+	if (router->policy == EDDY_POLICY_FIXED && router->epoch > 0)
 		return;
 
-	EddyRouterCloseEpoch(router);
-	eddy_update_statistics(router);
-	eddy_score_operators(router);
+	if (router->chain_len >= 0)
+		close_epoch(router);
+	update_statistics(router);
+	score_targets(router);
 	router->epoch++;
 	if (router->epoch == 0)		/* wrapped: 0 would match fresh entries */
 	{
-		memset(router->route_epoch, 0,
-			   ((Size) 1 << router->nops) * sizeof(uint32));
+		if (router->direct)
+			memset(router->route_epoch, 0,
+				   ((Size) 1 << router->nmodules) * sizeof(uint32));
+		else
+		{
+			memset(router->entries, 0, sizeof(EddyRouteEntry) * router->nentries);
+			router->nentries_used = 0;
+		}
 		router->epoch = 1;
 	}
 	router->recomputations++;
-	eddy_compute_order(router);
+	if (router->chain_len >= 0)
+		compute_chain(router);
 }
 
-/*
- * Fill the routing table entry of signature done for the current epoch.
- */
-int
-EddyRouterChoose(EddyRouter *router, uint32 done)
+/* May target t take a tuple of signature (spans, done)? */
+static inline bool
+target_eligible(EddyRouteTarget *t, uint32 spans, uint64 done)
 {
-	uint32		eligible = 0;
-	int			neligible = 0;
+	return (done & (UINT64CONST(1) << t->module)) == 0 &&
+		(t->need & ~spans) == 0 &&
+		(spans & ~t->allow) == 0 &&
+		(t->prereq & ~done) == 0;
+}
+
+/* The policy's choice for a signature in this epoch */
+static int
+choose_target(EddyRouter *router, uint32 spans, uint64 done)
+{
+	int			cand[2 * EDDY_MAX_MODULES];
+	int			n = 0;
 	int			choice = EDDY_ROUTE_OUTPUT;
 	int			i;
 
-	for (i = 0; i < router->nops; i++)
+	if (spans == router->all_sources && done == router->all_done)
+		return EDDY_ROUTE_OUTPUT;
+	for (i = 0; i < router->ntargets; i++)
+		if (target_eligible(&router->targets[i], spans, done))
+			cand[n++] = i;
+	if (n == 0)
+		elog(ERROR, "eddy: no module can take a tuple spanning %x with modules %llx done",
+			 spans, (unsigned long long) done);
+	if (n == 1)
+		return cand[0];
+
+	switch (router->policy)
 	{
-		EddyOperator *op = &router->ops[i];
+		case EDDY_POLICY_FIXED:
+			choice = cand[0];
+			break;
+		case EDDY_POLICY_RANDOM:
+			choice = cand[pg_prng_uint64_range(&router->rng, 0, n - 1)];
+			break;
+		case EDDY_POLICY_RANK:
+			{
+				double		best = 0.0;
+				int			k;
 
-		if ((done & (1u << i)) == 0 && (op->prereq & ~done) == 0)
-		{
-			eligible |= 1u << i;
-			neligible++;
-		}
-	}
-	Assert(neligible > 0 || done == ((1u << router->nops) - 1));
-
-	if (neligible == 1)
-	{
-		for (i = 0; i < router->nops; i++)
-			if (eligible & (1u << i))
-				choice = i;
-	}
-	else if (neligible > 1)
-	{
-		switch (router->policy)
-		{
-			case EDDY_POLICY_FIXED:
-				for (i = router->nops - 1; i >= 0; i--)
-					if (eligible & (1u << i))
-						choice = i;
-				break;
-			case EDDY_POLICY_RANDOM:
+				/* ties go to the earlier target in PostgreSQL's order */
+				for (k = 0; k < n; k++)
 				{
-					int			k = (int) pg_prng_uint64_range(&router->rng, 0,
-															   neligible - 1);
+					double		s = router->targets[cand[k]].stats->score;
 
-					for (i = 0; i < router->nops; i++)
-						if ((eligible & (1u << i)) && k-- == 0)
-						{
-							choice = i;
-							break;
-						}
+					if (k == 0 || s > best)
+					{
+						best = s;
+						choice = cand[k];
+					}
 				}
-				break;
-			case EDDY_POLICY_RANK:
+			}
+			break;
+		case EDDY_POLICY_LOTTERY:
+			{
+				double		total = 0.0;
+				double		draw;
+				int			k;
+
+				for (k = 0; k < n; k++)
+					total += router->targets[cand[k]].stats->score;
+				draw = pg_prng_double(&router->rng) * total;
+				for (k = 0; k < n; k++)
 				{
-					double		best = -1.0;
-
-					/* ties go to the earlier operator in PostgreSQL's order */
-					for (i = 0; i < router->nops; i++)
-						if ((eligible & (1u << i)) && router->ops[i].score > best)
-						{
-							best = router->ops[i].score;
-							choice = i;
-						}
+					choice = cand[k];
+					draw -= router->targets[cand[k]].stats->score;
+					if (draw < 0.0)
+						break;
 				}
-				break;
-			case EDDY_POLICY_LOTTERY:
-				{
-					double		total = 0.0;
-					double		draw;
-
-					for (i = 0; i < router->nops; i++)
-						if (eligible & (1u << i))
-							total += router->ops[i].score;
-					draw = pg_prng_double(&router->rng) * total;
-					for (i = 0; i < router->nops; i++)
-						if (eligible & (1u << i))
-						{
-							choice = i;
-							draw -= router->ops[i].score;
-							if (draw < 0.0)
-								break;
-						}
-				}
-				break;
-		}
+			}
+			break;
 	}
+	return choice;
+}
 
-	router->route[done] = (uint8) choice;
+/* Fill the direct table's entry of signature done for the current epoch. */
+int
+EddyRouterChoose(EddyRouter *router, uint32 spans, uint64 done)
+{
+	int			choice = choose_target(router, spans, done);
+
+	Assert(router->direct);
+	router->route[done] = choice;
 	router->route_epoch[done] = router->epoch;
 	return choice;
+}
+
+static inline uint32
+route_hash(uint32 spans, uint64 done)
+{
+	uint64		h = done * UINT64CONST(0x9E3779B97F4A7C15) ^ ((uint64) spans << 17) ^ spans;
+
+	return (uint32) (h ^ (h >> 29));
+}
+
+static void
+entries_grow(EddyRouter *router)
+{
+	EddyRouteEntry *old = router->entries;
+	uint32		oldn = router->nentries;
+	uint32		i;
+
+	router->nentries *= 2;
+	router->entries = palloc0(sizeof(EddyRouteEntry) * router->nentries);
+	router->nentries_used = 0;
+	for (i = 0; i < oldn; i++)
+	{
+		if (old[i].epoch == router->epoch)
+		{
+			uint32		h = route_hash(old[i].spans, old[i].done) & (router->nentries - 1);
+
+			while (router->entries[h].epoch != 0)
+				h = (h + 1) & (router->nentries - 1);
+			router->entries[h] = old[i];
+			router->nentries_used++;
+		}
+	}
+	pfree(old);
+}
+
+/* The hashed table's decision for a signature, chosen on first use */
+int
+EddyRouterLookup(EddyRouter *router, uint32 spans, uint64 done)
+{
+	uint32		mask = router->nentries - 1;
+	uint32		h = route_hash(spans, done) & mask;
+	EddyRouteEntry *e;
+
+	for (;;)
+	{
+		e = &router->entries[h];
+		if (e->epoch == 0 || (e->spans == spans && e->done == done))
+			break;
+		h = (h + 1) & mask;
+	}
+	if (e->epoch == router->epoch)
+		return e->choice;
+	if (e->epoch == 0)
+	{
+		if (router->nentries_used * 2 >= router->nentries)
+		{
+			entries_grow(router);
+			return EddyRouterLookup(router, spans, done);
+		}
+		router->nentries_used++;
+	}
+	e->spans = spans;
+	e->done = done;
+	e->epoch = router->epoch;
+	e->choice = choose_target(router, spans, done);
+	return e->choice;
 }

@@ -30,6 +30,18 @@
  * chains, 16 bytes smaller each, since a STAIR's footprint is most of a
  * probe's cost (cache misses).
  *
+ * Iteration and deletion (StairIterBegin/Next/Delete) visit every entry
+ * once, in no particular order, and may delete the entry just returned:
+ * the operations state migration (demotion and promotion, VLDB 2004
+ * section 3.1.1) and spilling build on.  A deleted entry's memory stays
+ * in the STAIR's arena or context until it is reset: deletion unlinks.
+ *
+ * Completeness.  A STAIR is complete when it holds every tuple that was
+ * routed to its side of the join.  Whoever skips an insertion (the eddy
+ * does not store a tuple that found its one match in a unique side, see
+ * mod_hashjoin.c) must clear `complete`: state migration may only read
+ * complete STAIRs, and spilling must know what is missing.
+ *
  *-------------------------------------------------------------------------
  */
 #ifndef EDDY_STAIR_H
@@ -39,60 +51,8 @@
 
 #include "fmgr.h"
 #include "nodes/pg_list.h"
-#include "utils/memdebug.h"
 
-/*
- * A bump allocator: memory carved from large blocks of a memory context,
- * with no per-chunk header, freed all at once.  Join state is made of
- * millions of small objects that die together (at the end of the scan or at
- * a rescan), so this halves their footprint and makes allocation a pointer
- * bump.  `allocated` counts the blocks' bytes, so accounting is O(1).
- */
-typedef struct EddyArena
-{
-	MemoryContext cxt;			/* oversized blocks and bookkeeping live here */
-	char	   *ptr;			/* next free byte of the current block */
-	char	   *end;			/* end of the current block */
-	char	  **blocks;			/* pooled blocks in use, first one first */
-	int			nblocks;
-	int			maxblocks;
-	char	  **bigs;			/* oversized blocks, in cxt */
-	int			nbigs;
-	int			maxbigs;
-	Size		allocated;		/* bytes in pooled blocks (oversized ones are
-								 * counted by cxt) */
-} EddyArena;
-
-extern void EddyArenaInit(EddyArena *arena, MemoryContext cxt);
-extern void *EddyArenaAllocSlow(EddyArena *arena, Size size);
-extern void EddyArenaReset(EddyArena *arena);
-extern void EddyArenaRewind(EddyArena *arena);
-
-/*
- * In a build of PostgreSQL with USE_VALGRIND, pooled blocks are no-access
- * to memcheck except for the objects handed out (undefined until written),
- * and every object is followed by a no-access gap of EDDY_ARENA_REDZONE
- * bytes: a read of a recycled block, or past an object's end, is reported.
- */
-#ifdef USE_VALGRIND
-#define EDDY_ARENA_REDZONE		MAXIMUM_ALIGNOF
-#else
-#define EDDY_ARENA_REDZONE		0
-#endif
-
-static inline void *
-EddyArenaAlloc(EddyArena *arena, Size size)
-{
-	char	   *p;
-
-	size = MAXALIGN(size);
-	if (unlikely((Size) (arena->end - arena->ptr) < size + EDDY_ARENA_REDZONE))
-		return EddyArenaAllocSlow(arena, size);
-	p = arena->ptr;
-	arena->ptr += size + EDDY_ARENA_REDZONE;
-	VALGRIND_MAKE_MEM_UNDEFINED(p, size);
-	return p;
-}
+#include "arena.h"
 
 /*
  * How one side of an equi-join hashes its keys and compares them with the
@@ -145,6 +105,7 @@ typedef struct Stair
 	uint32		nbuckets;		/* power of two */
 	uint64		ngroups;
 	uint64		nentries;
+	bool		complete;		/* holds every tuple routed to it (above) */
 	/* counters for EXPLAIN ANALYZE */
 	uint64		inserted;
 	uint64		probed;
@@ -161,6 +122,21 @@ typedef struct StairProbe
 	uint32		hash;			/* their hash */
 } StairProbe;
 
+/*
+ * Iterator over every entry of a STAIR.  `elink` points at the link (a
+ * bucket head, a group's entry list head, or an entry's next field: every
+ * entry struct starts with its next pointer) that leads to the entry last
+ * returned.
+ */
+typedef struct StairIterator
+{
+	Stair	   *stair;
+	uint32		bucket;			/* bucket being walked */
+	StairGroup **glink;			/* link to the group being walked (not unique) */
+	void	  **elink;			/* link to the entry last returned, or NULL */
+	bool		deleted;		/* that entry was deleted */
+} StairIterator;
+
 extern void StairJoinKeysInit(StairJoinKeys *keys, List *opnos,
 							  List *collations);
 extern bool StairKeysHash(StairJoinKeys *keys, int side, Datum *values,
@@ -175,5 +151,9 @@ extern void StairReset(Stair *stair);
 extern void StairClear(Stair *stair);
 extern void StairPresize(Stair *stair, double nentries);
 extern void StairSetUnique(Stair *stair);
+extern void StairIterBegin(StairIterator *it, Stair *stair);
+extern void *StairIterNext(StairIterator *it, uint32 *hash, Datum **keys);
+extern void StairIterDelete(StairIterator *it);
+extern void StairSelfCheck(Stair *stair);
 
 #endif							/* EDDY_STAIR_H */

@@ -1,0 +1,405 @@
+/*-------------------------------------------------------------------------
+ *
+ * exec.h
+ *	  The executor's types: sources, eddy tuples, modules and their
+ *	  vtable, the iterator's frames, and the Eddy node's state.
+ *
+ * One executor runs every eddy (exec.c).  A source is a relation of the
+ * block; a module is a selection, a symmetric hash join (two dual STAIRs)
+ * or an index join, each behind EddyModuleMethods (mod_selection.c,
+ * mod_hashjoin.c, mod_indexjoin.c), so that the eddy's loop never looks at
+ * a module's kind.  Tuple format: tuple.c.  EXPLAIN: explain.c.  Routing:
+ * routing.c.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef EDDY_EXEC_H
+#define EDDY_EXEC_H
+
+#include "eddy.h"
+
+#include "access/genam.h"
+#include "commands/explain.h"
+#include "executor/executor.h"
+#include "utils/rel.h"
+
+#include "arena.h"
+#include "private.h"
+#include "routing.h"
+#include "stair.h"
+
+/* Time the routing of one tuple in this many (and the first one) */
+#define EDDY_COST_SAMPLE_INTERVAL	128
+
+/* Planner cost units to nanoseconds, for the policies' priors (about 4 us) */
+#define EDDY_NS_PER_COST_UNIT	4000.0
+
+/* At most this many hash slots per source row (see mod_hashjoin.c) */
+#define EDDY_MAX_HASH_SLOTS		32
+
+typedef struct EddyState EddyState;
+typedef struct EddyModule EddyModule;
+
+/* ----------------------------------------------------------------
+ *		Predicates
+ * ----------------------------------------------------------------
+ */
+
+/*
+ * A predicate over the node's scan tuple, with ExecQual semantics (NULL is
+ * false).  "column op constant" with a strict operator calls the
+ * operator's function directly on the deformed column.
+ */
+typedef struct EddyPredicate
+{
+	ExprState  *qual;
+	FunctionCallInfo fast_fcinfo;	/* NULL: evaluate qual */
+	AttrNumber	fast_attno;		/* 0-based column of the scan tuple */
+	int			fast_argno;		/* which argument the column is */
+} EddyPredicate;
+
+/*
+ * Evaluate on econtext's scan tuple, in the current memory context (the
+ * per-tuple one).  The fast path needs the scan tuple deformed up to its
+ * column.
+ */
+static inline bool
+EddyPredicateEval(EddyPredicate *pred, ExprContext *econtext)
+{
+	FunctionCallInfo fcinfo = pred->fast_fcinfo;
+	Datum		result;
+	bool		isnull;
+
+	if (fcinfo != NULL)
+	{
+		TupleTableSlot *slot = econtext->ecxt_scantuple;
+
+		Assert(slot->tts_nvalid > pred->fast_attno);
+		if (slot->tts_isnull[pred->fast_attno])
+			return false;		/* strict operator on NULL */
+		fcinfo->args[pred->fast_argno].value = slot->tts_values[pred->fast_attno];
+		fcinfo->isnull = false;
+		result = FunctionCallInvoke(fcinfo);
+		return !fcinfo->isnull && DatumGetBool(result);
+	}
+	result = pred->qual->evalfunc(pred->qual, econtext, &isnull);
+	return !isnull && DatumGetBool(result);
+}
+
+/* mod_selection.c */
+extern void EddyPredicateInit(EddyPredicate *pred, Expr *expr, PlanState *parent);
+extern AttrNumber EddyPredicateMaxAttno(Expr *expr);
+
+/* ----------------------------------------------------------------
+ *		Sources
+ * ----------------------------------------------------------------
+ */
+
+typedef struct EddySource
+{
+	EddySourceMethod method;
+	int			first_col;		/* its column range in the wide tuple */
+	int			ncols;
+	int16	   *typlen;
+	bool	   *typbyval;
+	bool		byval_only;		/* every column by value: fixed-size rows */
+	double		est_rows;		/* the planner's rows */
+
+	/* hash slots of its rows (mod_hashjoin.c) */
+	int			nhash;
+	int		   *nslot_stairs;	/* per hash slot: the STAIRs it probes */
+	Stair	 ***slot_stairs;
+
+	/* scanned */
+	PlanState  *plan;
+	bool		exhausted;
+
+	/* reached through an index join */
+	Oid			heapoid;
+	Relation	heap;
+	AttrNumber *attnos;
+	AttrNumber	max_attno;
+	TupleTableSlot *heapslot;
+} EddySource;
+
+/* ----------------------------------------------------------------
+ *		Source rows and eddy tuples (tuple.c)
+ * ----------------------------------------------------------------
+ */
+
+/*
+ * A source row.  In state memory: the header, the hash slots, the null
+ * flags, then the values (and the by-reference values' bytes), about as
+ * compact as a hash join's copy.  A transient row (in flight, not stored)
+ * is preceded by a pointer to its copy in state memory once one is made
+ * (row_persistent), and its values may live elsewhere (the source's slot).
+ */
+typedef struct EddyRow
+{
+	Datum	   *values;
+	bool	   *isnull;
+	uint32		hvalid;			/* which entries of hash[] are computed */
+	bool		in_state;
+	uint32		hash[FLEXIBLE_ARRAY_MEMBER];	/* the source's hash slots */
+} EddyRow;
+
+#define row_persistent(row)	(((EddyRow **) (row))[-1])
+
+/*
+ * The eddy tuple (Deshpande 2004, section 2.2): a pointer per source (NULL
+ * when absent), the sources it spans and the modules it has visited.
+ */
+typedef struct EddyTuple
+{
+	uint32		spans;			/* sources present */
+	uint64		done;			/* modules visited */
+	EddyRow    *rows[FLEXIBLE_ARRAY_MEMBER];
+} EddyTuple;
+
+/*
+ * What a STAIR keeps: a payload, the one encoding of stored state.  A
+ * tuple that is one fresh source row (one relation, no module done), by
+ * far the most common, is kept as its row alone, the pointer tagged in its
+ * low bit: no tuple header, no row-pointer array.  Anything else is a
+ * stored EddyTuple.  EddyPayloadTuple turns either back into a tuple.
+ */
+#define EDDY_PAYLOAD_ROW_TAG	((uintptr_t) 1)
+
+static inline bool
+EddyPayloadIsRow(void *payload)
+{
+	return ((uintptr_t) payload & EDDY_PAYLOAD_ROW_TAG) != 0;
+}
+
+static inline EddyRow *
+EddyPayloadRow(void *payload)
+{
+	return (EddyRow *) ((uintptr_t) payload & ~EDDY_PAYLOAD_ROW_TAG);
+}
+
+static inline void *
+EddyPayloadFromRow(EddyRow *row)
+{
+	return (void *) ((uintptr_t) row | EDDY_PAYLOAD_ROW_TAG);
+}
+
+/* ----------------------------------------------------------------
+ *		Modules
+ * ----------------------------------------------------------------
+ */
+
+/*
+ * A frame of the iterator's stack (Deshpande 2004, section 2.1.4): a join
+ * module with an outstanding probe whose matches are still to come.  A
+ * module is on the stack at most once (a match has done the module, and
+ * so has every tuple made from it).
+ */
+typedef struct EddyFrame
+{
+	EddyModule *module;
+	int			dir;
+	EddyTuple  *probe;
+	StairProbe	sp;				/* hash join: the probe of the dual STAIR */
+} EddyFrame;
+
+/*
+ * The module vtable.
+ *
+ * route	take tuple t in direction dir.  Returns the tuple to route on
+ *			(t itself with the module done, or a join's single result), or
+ *			NULL when t leaves the eddy's hands: dropped, or stored with its
+ *			matches pushed as a frame (EddyPushFrame) for `next`.
+ * next		the next match of a frame this module pushed, or NULL.
+ * rescan	forget all state, for a rescan.
+ * end		release resources.
+ * explain	its EXPLAIN lines or properties.
+ */
+typedef struct EddyModuleMethods
+{
+	const char *label;			/* "Selection", "Hash Join", "Index Join" */
+	EddyTuple  *(*route) (EddyState *es, EddyModule *m, int dir, EddyTuple *t);
+	EddyTuple  *(*next) (EddyState *es, EddyFrame *f);
+	void		(*rescan) (EddyState *es, EddyModule *m);
+	void		(*end) (EddyState *es, EddyModule *m);
+	void		(*explain) (EddyState *es, EddyModule *m, List *context,
+							bool useprefix, ExplainState *xs);
+} EddyModuleMethods;
+
+/*
+ * What every module has.  ndirs routing targets (route targets' need,
+ * allow and prereq, set by the module's begin function), with statistics
+ * per direction.  A filter (a selection) sets `filter`: the eddy evaluates
+ * it inline when walking a chain.
+ */
+struct EddyModule
+{
+	const EddyModuleMethods *methods;
+	int			index;			/* in plan order */
+	Expr	   *expr;			/* predicate or join condition, for EXPLAIN */
+	EddyPredicate *filter;		/* a filter's predicate, or NULL */
+	int			ndirs;
+	EddyRouteTarget target[2];	/* route conditions per direction */
+	int			target_index[2];	/* their index in the router */
+	EddyModuleStats stats[2];
+};
+
+/* Module constructors, by EddyModuleKind (exec.c calls them in plan order) */
+extern EddyModule *EddySelectionBegin(EddyState *es, List *desc, int index);
+extern EddyModule *EddyHashJoinBegin(EddyState *es, List *desc, int index);
+extern EddyModule *EddyIndexJoinBegin(EddyState *es, List *desc, int index);
+
+/*
+ * The two ends of a join module and how a tuple's keys are read from them
+ * (mod_join.c: shared by the hash and index joins).
+ */
+typedef struct EddyJoinSpec
+{
+	int			rel[2];			/* the source at each end */
+	uint32		side[2];		/* sources on each side of the tree edge */
+	StairJoinKeys keys;
+	int			nkeys;
+	int		   *keycol[2];		/* per key: column of the end's row, or -1 */
+	ExprState **keyexpr[2];		/* per key, when not a plain column */
+	int16	   *keylen[2];
+	bool	   *keybyval[2];
+	bool		plainkeys[2];	/* every key a column of the end's row */
+	bool		byvalkeys[2];	/* ... and passed by value */
+	bool		unique[2];		/* a probe into side s finds at most one match */
+	double		est_rows[2];
+	double		est_sel;
+	List	   *keyexprs[2];	/* the key expressions, for EXPLAIN */
+} EddyJoinSpec;
+
+extern void EddyJoinSpecInit(EddyState *es, EddyJoinSpec *ends, List *desc);
+extern void EddyJoinTargets(EddyModule *m, EddyJoinSpec *ends, int ndirs);
+extern bool EddyJoinKeysComputed(EddyState *es, EddyJoinSpec *ends, int side,
+								 EddyTuple *t, Datum *values, EddyArena *arena);
+extern char *EddyJoinKeysString(List *keyexprs, List *context, bool useprefix);
+
+/*
+ * The key values of tuple t on side `side`; false if a key is NULL.
+ * Computed keys of by-reference types are copied into the arena.
+ */
+static inline bool
+EddyJoinKeys(EddyState *es, EddyJoinSpec *ends, int side, EddyTuple *t,
+			 Datum *values, EddyArena *arena)
+{
+	if (likely(ends->plainkeys[side]))
+	{
+		EddyRow    *row = t->rows[ends->rel[side]];
+		int			k;
+
+		for (k = 0; k < ends->nkeys; k++)
+		{
+			int			col = ends->keycol[side][k];
+
+			if (row->isnull[col])
+				return false;
+			values[k] = row->values[col];
+		}
+		return true;
+	}
+	return EddyJoinKeysComputed(es, ends, side, t, values, arena);
+}
+
+/* ----------------------------------------------------------------
+ *		The node
+ * ----------------------------------------------------------------
+ */
+
+/*
+ * The main loop's states (exec.c).  Room is left between them for the
+ * states that state migration, flushing and spilling add.
+ */
+typedef enum EddyExecState
+{
+	EDDY_STATE_READ,			/* read the next source tuple */
+	EDDY_STATE_ROUTE,			/* route the current tuple until it leaves */
+	EDDY_STATE_DRAIN,			/* take the next match of the top frame */
+	EDDY_STATE_STASIS,			/* a point of stasis: nothing in flight */
+	EDDY_STATE_DONE				/* every source exhausted, stack empty */
+} EddyExecState;
+
+struct EddyState
+{
+	CustomScanState css;		/* must be first */
+	EddyExecState state;
+
+	/* sources */
+	int			nsources;
+	EddySource *sources;
+	uint32		all_sources;
+	int		   *source_order;	/* reading order */
+	int			next_source;	/* position in source_order */
+
+	/* modules and routing */
+	int			nmodules;
+	EddyModule **modules;
+	int			ntargets;
+	EddyRouteTarget *targets;
+	EddyPredicate **target_filter;	/* per target: its module's filter */
+	EddyRouter	router;
+	bool		chain;			/* one source, filters only: see exec.c */
+	int			deform_natts;	/* chain: source columns the filters read */
+
+	/* the tuple being routed, and the stack */
+	EddyTuple  *current;
+	bool		current_fresh;	/* read from a source, not yet routed */
+	bool		current_timed;
+	int			until_sample;
+	EddyFrame  *stack;
+	int			nstack;
+
+	/* the wide tuple */
+	TupleTableSlot *wide;		/* the node's scan slot */
+	EddyRow   **loaded;			/* row whose values are in the wide slot */
+	bool		loaded_any;
+	bool		output_reads_columns;
+
+	/* memory */
+	EddyArena	stored;			/* what STAIRs keep */
+	EddyArena	transient;		/* rewound at every point of stasis */
+	Size		max_memory;
+	Size		peak_memory;
+	uint64		inserts;		/* STAIR insertions, for memory checks */
+	int			nstairs;
+
+	/* scratch for index fetches */
+	Datum	   *fetch_values;
+	bool	   *fetch_isnull;
+};
+
+/* exec.c */
+extern void EddyExecInit(void);
+extern EddyFrame *EddyPushFrame(EddyState *es, EddyModule *m, int dir,
+								EddyTuple *probe);
+
+/* tuple.c */
+extern void EddyCheckMemory(EddyState *es);
+extern EddyRow *EddyRowMake(EddyArena *arena, EddySource *src, Datum *values,
+							bool *isnull, bool transient);
+extern EddyRow *EddyRowFromSlot(EddyState *es, EddySource *src,
+								TupleTableSlot *slot);
+extern EddyRow *EddyRowPersist(EddyState *es, int i, EddyRow *row);
+extern void *EddyTupleStoreForJoin(EddyState *es, int rel, EddyTuple *t,
+								   EddyTuple **view);
+extern EddyTuple *EddyTupleJoin(EddyState *es, EddyModule *m, EddyTuple *probe,
+								int rel, void *payload);
+extern void EddyTupleFillSlot(EddyState *es, EddyTuple *t);
+extern Datum EddyArenaDatumCopy(EddyArena *arena, Datum d, bool byval, int16 len);
+
+/* An eddy tuple; the caller sets every field, rows included */
+static inline EddyTuple *
+EddyTupleAlloc(EddyState *es, EddyArena *arena)
+{
+	return EddyArenaAlloc(arena, offsetof(EddyTuple, rows) +
+						  sizeof(EddyRow *) * es->nsources);
+}
+
+/* explain.c */
+extern void EddyExplain(CustomScanState *node, List *ancestors, ExplainState *xs);
+extern void EddyExplainLine(ExplainState *xs, const char *fmt,...) pg_attribute_printf(2, 3);
+extern void EddyExplainCounters(EddyState *es, EddyModule *m, int dir,
+								ExplainState *xs);
+
+#endif							/* EDDY_EXEC_H */

@@ -1,0 +1,212 @@
+/*-------------------------------------------------------------------------
+ *
+ * explain.c
+ *	  EXPLAIN of the Eddy node.
+ *
+ * Plain EXPLAIN: the routing policy (and the lottery window if any), the
+ * reoptimization frequency, and the modules numbered in plan order, each
+ * through its vtable's explain method: its predicate or join condition
+ * (and a hash join's two STAIRs, an index join's index).  The sources are
+ * the node's children.
+ *
+ * ANALYZE adds, for every module alike, the same counters with the same
+ * meaning (routing.c): tuples in, tuples out, tuples for which it was the
+ * first choice, the observed ratio (a selection's selectivity, a join's
+ * fan-out) and, unless TIMING OFF, the mean sampled cost per visit; a hash
+ * join's STAIRs add inserted, probed and matched.  Then tuples routed,
+ * recomputations, and the final order (one-source eddies, whose routing
+ * is one chain) or the join state's peak memory.  VERBOSE adds the history
+ * of first choices: runs of "module x tuples".
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "exec.h"
+
+#include "utils/builtins.h"
+#include "utils/ruleutils.h"
+
+/* One indented line of text-format output */
+void
+EddyExplainLine(ExplainState *xs, const char *fmt,...)
+{
+	appendStringInfoSpaces(xs->str, xs->indent * 2);
+	for (;;)
+	{
+		va_list		args;
+		int			needed;
+
+		va_start(args, fmt);
+		needed = appendStringInfoVA(xs->str, fmt, args);
+		va_end(args);
+		if (needed == 0)
+			break;
+		enlargeStringInfo(xs->str, needed);
+	}
+	appendStringInfoChar(xs->str, '\n');
+}
+
+/*
+ * A module's counters (ANALYZE only), summed over its directions when dir
+ * is -1.
+ */
+void
+EddyExplainCounters(EddyState *es, EddyModule *m, int dir, ExplainState *xs)
+{
+	uint64		in = 0;
+	uint64		out = 0;
+	uint64		first = 0;
+	uint64		samples = 0;
+	double		cost_ns = 0;
+	double		ratio;
+	double		cost_us;
+	const char *ratio_name = m->filter != NULL ? "Selectivity" : "Fan-out";
+	int			d;
+
+	if (!xs->analyze || es->css.ss.ps.instrument == NULL)
+		return;
+	for (d = 0; d < m->ndirs; d++)
+	{
+		if (dir >= 0 && d != dir)
+			continue;
+		in += m->stats[d].in;
+		out += m->stats[d].out;
+		first += EddyRouterFirst(&es->router, m->target_index[d]);
+		samples += m->stats[d].samples;
+		cost_ns += m->stats[d].cost_ns;
+	}
+	ratio = in > 0 ? (double) out / in : 0.0;
+	cost_us = samples > 0 ? cost_ns / samples / 1000.0 : 0.0;
+
+	if (xs->format == EXPLAIN_FORMAT_TEXT)
+	{
+		StringInfoData buf;
+
+		initStringInfo(&buf);
+		appendStringInfo(&buf, "  Tuples In: " UINT64_FORMAT "  Out: " UINT64_FORMAT
+						 "  First: " UINT64_FORMAT "  %s: %.3f",
+						 in, out, first, ratio_name, ratio);
+		if (xs->timing)
+			appendStringInfo(&buf, "  Cost: %.3f us", cost_us);
+		EddyExplainLine(xs, "%s", buf.data);
+		return;
+	}
+	ExplainPropertyUInteger("Tuples In", NULL, in, xs);
+	ExplainPropertyUInteger("Tuples Out", NULL, out, xs);
+	ExplainPropertyUInteger("Tuples First", NULL, first, xs);
+	ExplainPropertyFloat(ratio_name, NULL, ratio, 3, xs);
+	if (xs->timing)
+		ExplainPropertyFloat("Cost", "us", cost_us, 3, xs);
+}
+
+static char *
+int_list_string(List *list)
+{
+	StringInfoData buf;
+	ListCell   *lc;
+
+	initStringInfo(&buf);
+	foreach(lc, list)
+		appendStringInfo(&buf, "%s%d", buf.len > 0 ? ", " : "", lfirst_int(lc));
+	return buf.data;
+}
+
+/* Runs of "module x tuples" of the history of first choices */
+static char *
+history_string(EddyState *es)
+{
+	EddyRouter *router = &es->router;
+	StringInfoData buf;
+	int			last = -1;
+	uint64		run = 0;
+	int			i;
+
+	initStringInfo(&buf);
+	for (i = 0; i <= router->nhistory; i++)
+	{
+		int			module;
+		uint64		tuples;
+
+		if (i < router->nhistory)
+		{
+			module = es->targets[router->history[i].target].module + 1;
+			tuples = router->history[i].tuples;
+		}
+		else if (router->chain_len >= 0 && router->epoch_first >= 0)
+		{
+			/* the open epoch of a chain */
+			module = es->targets[router->epoch_first].module + 1;
+			tuples = EddyRouterRouted(router) - router->epoch_start;
+		}
+		else
+			break;
+		if (tuples == 0)
+			continue;
+		if (module == last)
+		{
+			run += tuples;
+			continue;
+		}
+		if (last >= 0)
+			appendStringInfo(&buf, "%s%d x " UINT64_FORMAT,
+							 buf.len > 0 ? ", " : "", last, run);
+		last = module;
+		run = tuples;
+	}
+	if (last >= 0)
+		appendStringInfo(&buf, "%s%d x " UINT64_FORMAT,
+						 buf.len > 0 ? ", " : "", last, run);
+	if (router->history_truncated)
+		appendStringInfoString(&buf, ", ...");
+	return buf.data;
+}
+
+void
+EddyExplain(CustomScanState *node, List *ancestors, ExplainState *xs)
+{
+	EddyState  *es = (EddyState *) node;
+	EddyRouter *router = &es->router;
+	bool		analyze = xs->analyze && node->ss.ps.instrument != NULL;
+	bool		useprefix = es->nsources > 1 || xs->verbose;
+	List	   *context;
+	int			i;
+
+	context = set_deparse_context_plan(xs->deparse_cxt, node->ss.ps.plan,
+									   ancestors);
+	ExplainPropertyText("Routing Policy", EddyPolicyName(router->policy), xs);
+	if (router->policy == EDDY_POLICY_LOTTERY && router->lottery_window > 0)
+		ExplainPropertyInteger("Lottery Window", "tuples",
+							   router->lottery_window, xs);
+	ExplainPropertyInteger("Reoptimization Frequency", "tuples",
+						   router->reopt_frequency, xs);
+
+	ExplainOpenGroup("Operators", "Operators", false, xs);
+	for (i = 0; i < es->nmodules; i++)
+	{
+		EddyModule *m = es->modules[i];
+
+		if (xs->format != EXPLAIN_FORMAT_TEXT)
+			ExplainOpenGroup("Operator", NULL, true, xs);
+		m->methods->explain(es, m, context, useprefix, xs);
+		if (xs->format != EXPLAIN_FORMAT_TEXT)
+			ExplainCloseGroup("Operator", NULL, true, xs);
+	}
+	ExplainCloseGroup("Operators", "Operators", false, xs);
+
+	if (!analyze)
+		return;
+	ExplainPropertyUInteger("Tuples Routed", NULL, EddyRouterRouted(router), xs);
+	ExplainPropertyUInteger("Recomputations", NULL, router->recomputations, xs);
+	if (router->chain_len >= 0)
+	{
+		List	   *order = NIL;
+
+		for (i = 0; i < router->chain_len; i++)
+			order = lappend_int(order, es->targets[router->chain[i]].module + 1);
+		ExplainPropertyText("Final Order", int_list_string(order), xs);
+	}
+	else
+		ExplainPropertyInteger("Peak Memory", "kB",
+							   (int64) (es->peak_memory / 1024), xs);
+	if (xs->verbose)
+		ExplainPropertyText("Routing History", history_string(es), xs);
+}

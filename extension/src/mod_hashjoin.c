@@ -1,0 +1,356 @@
+/*-------------------------------------------------------------------------
+ *
+ * mod_hashjoin.c
+ *	  The symmetric hash join module: two dual STAIRs.
+ *
+ * A tuple routed to the join in direction d (it spans end d's relation and
+ * nothing of the other side) is inserted into side d's STAIR and probes
+ * side 1 - d's (the Dual Routing Property of VLDB 2004): every pair of
+ * matching tuples is then produced exactly once, by whichever of the two
+ * arrived second.  Its matches are pushed as a frame for the eddy to drain
+ * (EddyPushFrame).  A STAIR keeps payloads (exec.h): a fresh source row
+ * alone, or a stored eddy tuple.
+ *
+ * Unique probes.  When side 1 - d is one relation, unique on the join keys
+ * (plan_join.c), a tuple first probes: one that finds its match can find no
+ * other, now or later, so it is not stored, and its one result is returned
+ * to be routed on at once, with no frame.  One that finds none is stored
+ * for the match to come.  A STAIR that skipped a tuple so is no longer
+ * complete (stair.h): it is the documented exception to the completeness
+ * rule, and state migration must not read it (or turn the optimisation
+ * off where it migrates).
+ *
+ * Hash slots.  The sides of hash joins that hash the same columns of the
+ * same relation with the same functions and collations compute the same
+ * hash value: in a star, every join of the centre hashes its key column.
+ * Such sides share a slot in the relation's rows, so a row is hashed once
+ * per slot however many joins it meets, and when it is hashed the buckets
+ * of every STAIR that the slot's hash will probe are prefetched together
+ * (a star's centre probes them one after the other; their cache misses
+ * then overlap).  Sides with computed keys get no slot, nor do sides past
+ * EDDY_MAX_HASH_SLOTS slots of one relation.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "exec.h"
+
+#include "utils/ruleutils.h"
+
+typedef struct EddyHashJoin
+{
+	EddyModule	module;			/* must be first */
+	EddyJoinSpec ends;
+	Stair	   *stair[2];		/* per side: its tuples, by its keys */
+	int			hslot[2];		/* the end's row hash slot of the keys, or -1 */
+} EddyHashJoin;
+
+static EddyTuple *hashjoin_route(EddyState *es, EddyModule *m, int dir,
+								 EddyTuple *t);
+static EddyTuple *hashjoin_next(EddyState *es, EddyFrame *f);
+static void hashjoin_rescan(EddyState *es, EddyModule *m);
+static void hashjoin_end(EddyState *es, EddyModule *m);
+static void hashjoin_explain(EddyState *es, EddyModule *m, List *context,
+							 bool useprefix, ExplainState *xs);
+
+static const EddyModuleMethods hashjoin_methods = {
+	.label = "Hash Join",
+	.route = hashjoin_route,
+	.next = hashjoin_next,
+	.rescan = hashjoin_rescan,
+	.end = hashjoin_end,
+	.explain = hashjoin_explain,
+};
+
+/*
+ * The hash slot of side `side`: shared with an earlier hash join side of
+ * the same relation, columns, hash functions and collations, or a new one.
+ * Modules begin in plan order, so earlier modules are set up.
+ */
+static void
+init_hash_slot(EddyState *es, EddyHashJoin *hj, int side)
+{
+	EddyJoinSpec *ends = &hj->ends;
+	EddySource *src = &es->sources[ends->rel[side]];
+	int			h = -1;
+	int			mi;
+
+	hj->hslot[side] = -1;
+	if (!ends->plainkeys[side])
+		return;
+	if (src->slot_stairs == NULL)
+	{
+		src->nslot_stairs = palloc0(sizeof(int) * EDDY_MAX_HASH_SLOTS);
+		src->slot_stairs = palloc0(sizeof(Stair **) * EDDY_MAX_HASH_SLOTS);
+	}
+	for (mi = 0; mi <= hj->module.index && h < 0; mi++)
+	{
+		EddyHashJoin *o = (EddyHashJoin *) es->modules[mi];
+		int			os;
+
+		if (o->module.methods != &hashjoin_methods)
+			continue;
+		for (os = 0; os < 2 && h < 0; os++)
+		{
+			int			k;
+			bool		same;
+
+			if ((o == hj && os >= side) || o->hslot[os] < 0 ||
+				o->ends.rel[os] != ends->rel[side] || o->ends.nkeys != ends->nkeys)
+				continue;
+			same = true;
+			for (k = 0; k < ends->nkeys && same; k++)
+				same = o->ends.keycol[os][k] == ends->keycol[side][k] &&
+					o->ends.keys.hash[os][k].fn_oid == ends->keys.hash[side][k].fn_oid &&
+					o->ends.keys.collations[k] == ends->keys.collations[k];
+			if (same)
+				h = o->hslot[os];
+		}
+	}
+	if (h < 0 && src->nhash < EDDY_MAX_HASH_SLOTS)
+		h = src->nhash++;
+	if (h >= 0)
+	{
+		/* per slot, the STAIRs a row's hash probes: prefetched together */
+		if (src->slot_stairs[h] == NULL)
+			src->slot_stairs[h] = palloc(sizeof(Stair *) * 2 * es->nmodules);
+		src->slot_stairs[h][src->nslot_stairs[h]++] = hj->stair[1 - side];
+	}
+	hj->hslot[side] = h;
+}
+
+/* A hash join module from its description (private.h) */
+EddyModule *
+EddyHashJoinBegin(EddyState *es, List *desc, int index)
+{
+	CustomScan *cscan = (CustomScan *) es->css.ss.ps.plan;
+	EddyHashJoin *hj = palloc0(sizeof(EddyHashJoin));
+	EddyModule *m = &hj->module;
+	int			s;
+
+	m->methods = &hashjoin_methods;
+	m->index = index;
+	m->expr = list_nth(cscan->custom_exprs, intVal(list_nth(desc, EddyJoinCondition)));
+	EddyJoinSpecInit(es, &hj->ends, desc);
+	EddyJoinTargets(m, &hj->ends, 2);
+	hj->hslot[0] = hj->hslot[1] = -1;
+	for (s = 0; s < 2; s++)
+	{
+		hj->stair[s] = StairCreateInArena(&hj->ends.keys, s, &es->stored);
+		if (hj->ends.unique[s])
+			StairSetUnique(hj->stair[s]);
+	}
+	/* the module is visible to init_hash_slot through es->modules */
+	es->modules[index] = m;
+	for (s = 0; s < 2; s++)
+		init_hash_slot(es, hj, s);
+	es->nstairs += 2;
+	return m;
+}
+
+/*
+ * The hash of t's side `side` keys, computed once per row slot; when it is
+ * computed, the buckets of every STAIR the slot probes are prefetched.
+ */
+static inline uint32
+join_hash(EddyState *es, EddyHashJoin *hj, int side, EddyTuple *t, Datum *keys)
+{
+	int			slot = hj->hslot[side];
+	EddyRow    *row;
+	uint32		hash;
+
+	if (slot < 0)
+	{
+		StairKeysHash(&hj->ends.keys, side, keys, NULL, &hash);
+		return hash;
+	}
+	row = t->rows[hj->ends.rel[side]];
+	if (row->hvalid & (1u << slot))
+		return row->hash[slot];
+	StairKeysHash(&hj->ends.keys, side, keys, NULL, &hash);
+	row->hash[slot] = hash;
+	row->hvalid |= 1u << slot;
+	{
+		EddySource *src = &es->sources[hj->ends.rel[side]];
+		int			n = src->nslot_stairs[slot];
+
+		if (n > 1)
+		{
+			Stair	  **stairs = src->slot_stairs[slot];
+			int			i;
+
+			for (i = 0; i < n; i++)
+				__builtin_prefetch(&stairs[i]->buckets[hash & (stairs[i]->nbuckets - 1)]);
+		}
+	}
+	return hash;
+}
+
+/*
+ * Insert into side dir's STAIR; the first insertion sizes its bucket array
+ * from the planner's estimate (a STAIR only probed keeps its small one).
+ * The memory limit is checked every 64 insertions (and by the arenas'
+ * block counts in between, which grow 64 kB at a time).
+ */
+static inline void
+stair_insert(EddyState *es, EddyHashJoin *hj, int dir, uint32 hash, Datum *keys,
+			 void *payload)
+{
+	Stair	   *stair = hj->stair[dir];
+
+	if (unlikely(stair->nentries == 0 && stair->ngroups == 0))
+		StairPresize(stair, Min(hj->ends.est_rows[dir],
+								(double) es->max_memory / 4 / sizeof(void *)));
+	StairInsert(stair, hash, keys, payload);
+	if (unlikely((++es->inserts & 63) == 0))
+		EddyCheckMemory(es);
+}
+
+/*
+ * Route tuple t into the join in direction dir: store it in its side's
+ * STAIR and probe the dual one (a frame for the matches), or, against a
+ * unique side, probe first and return the one result.
+ */
+static EddyTuple *
+hashjoin_route(EddyState *es, EddyModule *m, int dir, EddyTuple *t)
+{
+	EddyHashJoin *hj = (EddyHashJoin *) m;
+	EddyJoinSpec *ends = &hj->ends;
+	Datum	   *keys = EddyArenaAlloc(&es->transient, sizeof(Datum) * Max(ends->nkeys, 1));
+	Stair	   *other = hj->stair[1 - dir];
+	EddyTuple  *probe;
+	EddyFrame  *f;
+	void	   *payload;
+	uint32		hash;
+
+	if (ends->unique[1 - dir])
+	{
+		if (!EddyJoinKeys(es, ends, dir, t, keys, &es->transient))
+			return NULL;		/* a NULL key matches nothing */
+		hash = join_hash(es, hj, dir, t, keys);
+		if (other->nentries > 0)
+		{
+			StairProbe	sp;
+			void	   *u;
+
+			StairProbeBegin(&sp, other, hash, keys);
+			u = StairProbeNext(&sp);
+			if (u != NULL)
+			{
+				/* the one match: t is not stored (the STAIR is incomplete) */
+				hj->stair[dir]->complete = false;
+				m->stats[dir].out++;
+				return EddyTupleJoin(es, m, t, ends->rel[1 - dir], u);
+			}
+		}
+		/* by-reference keys must point into the stored rows */
+		if (ends->byvalkeys[dir])
+			payload = EddyTupleStoreForJoin(es, ends->rel[dir], t, NULL);
+		else
+		{
+			payload = EddyTupleStoreForJoin(es, ends->rel[dir], t, &probe);
+			if (!EddyJoinKeys(es, ends, dir, probe, keys, &es->stored))
+				return NULL;
+		}
+		stair_insert(es, hj, dir, hash, keys, payload);
+		return NULL;
+	}
+
+	/* the stored copy's rows hold the key values the STAIR keeps */
+	payload = EddyTupleStoreForJoin(es, ends->rel[dir], t, &probe);
+	if (!EddyJoinKeys(es, ends, dir, probe, keys, &es->stored))
+		return NULL;
+	hash = join_hash(es, hj, dir, probe, keys);
+	stair_insert(es, hj, dir, hash, keys, payload);
+	if (other->nentries == 0)
+		return NULL;			/* nothing to match yet */
+	f = EddyPushFrame(es, m, dir, probe);
+	StairProbeBegin(&f->sp, other, hash, keys);
+	return NULL;
+}
+
+/* The next match of a frame's probe, or NULL */
+static EddyTuple *
+hashjoin_next(EddyState *es, EddyFrame *f)
+{
+	EddyHashJoin *hj = (EddyHashJoin *) f->module;
+	void	   *u;
+
+	if (f->sp.next == NULL)
+		return NULL;
+	u = StairProbeNext(&f->sp);
+	if (u == NULL)
+		return NULL;
+	f->module->stats[f->dir].out++;
+	return EddyTupleJoin(es, f->module, f->probe, hj->ends.rel[1 - f->dir], u);
+}
+
+/* The entries lived in the state arena, which the eddy resets */
+static void
+hashjoin_rescan(EddyState *es, EddyModule *m)
+{
+	EddyHashJoin *hj = (EddyHashJoin *) m;
+
+	StairSelfCheck(hj->stair[0]);
+	StairSelfCheck(hj->stair[1]);
+	StairClear(hj->stair[0]);
+	StairClear(hj->stair[1]);
+}
+
+static void
+hashjoin_end(EddyState *es, EddyModule *m)
+{
+	EddyHashJoin *hj = (EddyHashJoin *) m;
+
+	/* assert-enabled builds: walk and empty the STAIRs being discarded */
+	StairSelfCheck(hj->stair[0]);
+	StairSelfCheck(hj->stair[1]);
+}
+
+static void
+hashjoin_explain(EddyState *es, EddyModule *m, List *context, bool useprefix,
+				 ExplainState *xs)
+{
+	EddyHashJoin *hj = (EddyHashJoin *) m;
+	bool		analyze = xs->analyze && es->css.ss.ps.instrument != NULL;
+	char	   *expr = deparse_expression((Node *) m->expr, context, useprefix, false);
+	char	   *keys[2];
+	int			s;
+
+	for (s = 0; s < 2; s++)
+		keys[s] = hj->ends.nkeys > 0 ?
+			EddyJoinKeysString(hj->ends.keyexprs[s], context, useprefix) :
+			psprintf("relation %d", hj->ends.rel[s] + 1);
+
+	if (xs->format == EXPLAIN_FORMAT_TEXT)
+	{
+		EddyExplainLine(xs, "Hash Join %d: %s", m->index + 1,
+						hj->ends.nkeys > 0 ? expr : "(cross product)");
+		EddyExplainCounters(es, m, -1, xs);
+		for (s = 0; s < 2; s++)
+		{
+			if (analyze)
+				EddyExplainLine(xs, "  STAIR %s: Inserted: " UINT64_FORMAT
+								"  Probed: " UINT64_FORMAT "  Matched: " UINT64_FORMAT,
+								keys[s], hj->stair[s]->inserted,
+								hj->stair[s]->probed, hj->stair[s]->matched);
+			else
+				EddyExplainLine(xs, "  STAIR %s", keys[s]);
+		}
+		return;
+	}
+	ExplainPropertyText("Operator Type", "Hash Join", xs);
+	ExplainPropertyInteger("Operator Number", NULL, m->index + 1, xs);
+	ExplainPropertyText("Join Condition", expr, xs);
+	ExplainPropertyText("STAIR 1", keys[0], xs);
+	ExplainPropertyText("STAIR 2", keys[1], xs);
+	EddyExplainCounters(es, m, -1, xs);
+	if (analyze)
+	{
+		ExplainPropertyUInteger("Inserted", NULL,
+								hj->stair[0]->inserted + hj->stair[1]->inserted, xs);
+		ExplainPropertyUInteger("Probed", NULL,
+								hj->stair[0]->probed + hj->stair[1]->probed, xs);
+		ExplainPropertyUInteger("Matched", NULL,
+								hj->stair[0]->matched + hj->stair[1]->matched, xs);
+	}
+}

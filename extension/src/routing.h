@@ -1,0 +1,181 @@
+/*-------------------------------------------------------------------------
+ *
+ * routing.h
+ *	  The router of an eddy: per-target statistics, the routing table and
+ *	  the policies that fill it (routing.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef EDDY_ROUTING_H
+#define EDDY_ROUTING_H
+
+#include "eddy.h"
+
+#include "common/pg_prng.h"
+
+/*
+ * What the eddy observed of one routing target (a module in one
+ * direction: a selection has one, a symmetric hash join two).  The totals
+ * feed EXPLAIN ANALYZE; the policy folds them into decayed statistics at
+ * each recomputation.  out/in is the selectivity of a selection and the
+ * fan-out of a join.
+ */
+typedef struct EddyModuleStats
+{
+	/* totals since the node began; the hot path only increments these */
+	uint64		in;				/* tuples routed to it */
+	uint64		out;			/* tuples it passed on (passed, or results) */
+	uint64		first;			/* source tuples it was the first choice of */
+	uint64		samples;		/* timed visits */
+	double		cost_ns;		/* their summed time */
+
+	/* the planner's estimates: the priors */
+	double		prior_ratio;	/* selectivity or fan-out */
+	double		prior_cost_ns;
+
+	/* policy state, updated at each recomputation (routing.c) */
+	uint64		seen_in;		/* totals at the previous recomputation */
+	uint64		seen_out;
+	uint64		seen_samples;
+	double		seen_ns;
+	double		w_in;			/* exponentially decayed statistics */
+	double		w_out;
+	double		w_samples;
+	double		w_ns;
+	int64		ticket_base;	/* lottery: (in - out) where the window began */
+	int64		ticket_next_base;	/* ... and where the current one began */
+	double		score;			/* rank or lottery weight: higher goes first */
+} EddyModuleStats;
+
+/*
+ * A routing target and when it may take a tuple of signature (spans,
+ * done): it is not done, the tuple spans every source in `need` and none
+ * outside `allow`, and every module in `prereq` is done.  A selection
+ * needs the sources its predicate reads; a join direction needs its end's
+ * source and allows only its side of the tree (a tuple goes to a join only
+ * if it spans the join's relation on one side and nothing of the other).
+ */
+typedef struct EddyRouteTarget
+{
+	int			module;			/* index of the module */
+	int			dir;			/* direction: 0, or 1 for a join's side 1 */
+	uint32		need;
+	uint32		allow;
+	uint64		prereq;
+	EddyModuleStats *stats;		/* the module's statistics for dir */
+} EddyRouteTarget;
+
+/* One run of the routing history: first choice and tuples routed under it */
+typedef struct EddyHistoryRun
+{
+	int			target;
+	uint64		tuples;
+} EddyHistoryRun;
+
+#define EDDY_ROUTE_OUTPUT		(-1)	/* routing decision: emit the tuple */
+#define EDDY_MAX_HISTORY_RUNS	1000
+
+/* An entry of the hashed routing table */
+typedef struct EddyRouteEntry
+{
+	uint32		spans;
+	uint32		epoch;			/* 0: empty slot */
+	uint64		done;
+	int			choice;			/* target, or EDDY_ROUTE_OUTPUT */
+} EddyRouteEntry;
+
+typedef struct EddyRouter
+{
+	int			ntargets;
+	EddyRouteTarget *targets;
+	int			nmodules;
+	uint32		all_sources;	/* a complete tuple spans these ... */
+	uint64		all_done;		/* ... and has done every module */
+	EddyRoutingPolicy policy;
+	int			reopt_frequency;
+	int			lottery_window;
+
+	/*
+	 * The routing table.  A one-source eddy's signatures differ only in
+	 * their done bitmaps (at most EDDY_MAX_SELECTIONS modules), so its
+	 * table is an array indexed by done; other eddies hash (spans, done).
+	 * Entries are filled lazily: one whose epoch is not the current one is
+	 * recomputed on first use, so a recomputation costs O(targets) however
+	 * many signatures exist.
+	 */
+	bool		direct;
+	int		   *route;			/* direct: [1 << nmodules] */
+	uint32	   *route_epoch;	/* direct: [1 << nmodules] */
+	EddyRouteEntry *entries;	/* hashed: [nentries], a power of two */
+	uint32		nentries;
+	uint32		nentries_used;
+	uint32		epoch;
+
+	/*
+	 * The chain: when every module is a filter of one source, every tuple
+	 * of an epoch follows a prefix of one chain of targets (each
+	 * signature's entry is chosen once per epoch, even by the random and
+	 * lottery policies), so the executor walks this array instead of the
+	 * table.  chain_len is -1 when the eddy has no chain.
+	 */
+	int			chain_len;
+	int			chain[EDDY_MAX_SELECTIONS];
+
+	uint64		routed;			/* tuples routed until the last recomputation */
+	int64		until_reopt;	/* tuples until the next one (hot path) */
+	uint64		recomputations;
+	uint64		stats_routed;	/* routed at the last statistics update */
+	uint64		window_start;	/* lottery: routed when the window began */
+	uint64		epoch_start;	/* chain: routed when the current epoch began */
+	int			epoch_first;	/* chain: first choice of the current epoch */
+	pg_prng_state rng;
+	EddyHistoryRun *history;
+	int			nhistory;
+	bool		history_truncated;
+} EddyRouter;
+
+extern void EddyRouterInit(EddyRouter *router, EddyRouteTarget *targets,
+						   int ntargets, int nmodules, uint32 all_sources,
+						   bool chain, EddyRoutingPolicy policy,
+						   int reopt_frequency, int lottery_window,
+						   uint64 seed);
+extern int	EddyRouterChoose(EddyRouter *router, uint32 spans, uint64 done);
+extern int	EddyRouterLookup(EddyRouter *router, uint32 spans, uint64 done);
+extern void EddyRouterReoptimize(EddyRouter *router);
+extern void EddyRouterNoteFirst(EddyRouter *router, int target);
+extern uint64 EddyRouterFirst(EddyRouter *router, int target);
+
+/*
+ * Tuples routed so far.  A tuple is routed once when it enters the eddy's
+ * routing, read from a source or made by a join, however many modules it
+ * then visits: that is what eddy.reopt_frequency and "Tuples Routed" count.
+ */
+static inline uint64
+EddyRouterRouted(EddyRouter *router)
+{
+	return router->routed + (uint64) (router->reopt_frequency - router->until_reopt);
+}
+
+/* A tuple enters routing: recompute first if it is time. */
+static inline void
+EddyRouterTupleIn(EddyRouter *router)
+{
+	if (unlikely(router->until_reopt <= 0))
+		EddyRouterReoptimize(router);
+	router->until_reopt--;
+}
+
+/* The routing decision for a signature: one table lookup in this epoch. */
+static inline int
+EddyRoute(EddyRouter *router, uint32 spans, uint64 done)
+{
+	if (router->direct)
+	{
+		if (unlikely(router->route_epoch[done] != router->epoch))
+			return EddyRouterChoose(router, spans, done);
+		return router->route[done];
+	}
+	return EddyRouterLookup(router, spans, done);
+}
+
+#endif							/* EDDY_ROUTING_H */

@@ -1,0 +1,292 @@
+/*-------------------------------------------------------------------------
+ *
+ * tuple.c
+ *	  Eddy tuples, source rows and the wide slot; the memory they live in.
+ *
+ * The eddy tuple (Deshpande 2004, section 2.2) is an array of pointers to
+ * source rows, one per source of the block (NULL when absent), with two
+ * bitmaps: the sources it spans and the modules it has visited (done).
+ * A source row holds the deformed values of its source's columns (the
+ * source's range of the wide tuple, custom_scan_tlist); rows are never
+ * deformed twice.  Predicates, join key expressions and the output
+ * projection read the node's scan slot, a virtual slot of the wide shape,
+ * filled by copying the present rows' values into their ranges
+ * (EddyTupleFillSlot).  A one-source eddy whose modules are all filters
+ * skips all of this: it evaluates on its source's own slot (exec.c).
+ *
+ * Memory: two arenas.  "stored" holds what STAIRs keep: a tuple inserted
+ * into a STAIR is copied there with its rows (a row is copied once and
+ * then shared).  "transient" holds everything else (eddy tuples in flight,
+ * join results, key values) and is rewound at every point of stasis.  A
+ * source row is not copied when read: its values stay in the source's
+ * slot, valid until that source is read again, which happens only at a
+ * point of stasis, when nothing routed from the row is in flight any more.
+ * So a row that is never stored (a probe that finds its unique match, a
+ * tuple a selection drops) is never copied.  The arenas' total is checked
+ * against eddy.max_memory (EddyMaxMemoryBytes) and exceeding it is an
+ * ERROR.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "exec.h"
+
+#include "port/pg_bitutils.h"
+#include "utils/datum.h"
+#include "utils/memutils.h"
+
+/* Check the state's memory against eddy.max_memory; keep the peak. */
+void
+EddyCheckMemory(EddyState *es)
+{
+	Size		used = es->stored.allocated + es->transient.allocated +
+		MemoryContextMemAllocated(es->stored.cxt, false) +
+		MemoryContextMemAllocated(es->transient.cxt, false);
+
+	if (used > es->peak_memory)
+		es->peak_memory = used;
+	if (used > es->max_memory)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("eddy join state exceeds eddy.max_memory (%zu kB)",
+						es->max_memory / 1024),
+				 errhint("Raise eddy.max_memory, or work_mem / hash_mem_multiplier when eddy.max_memory is -1.")));
+}
+
+/* Bytes of a row header of source src: hash slots, and null flags when inline */
+static inline Size
+row_header_size(EddySource *src, bool inline_nulls)
+{
+	return MAXALIGN(offsetof(EddyRow, hash) + sizeof(uint32) * src->nhash +
+					(inline_nulls ? src->ncols : 0));
+}
+
+/*
+ * A row of source src from values/isnull, in one allocation from the
+ * arena (see EddyRow).  A transient row gets its row_persistent pointer.
+ */
+EddyRow *
+EddyRowMake(EddyArena *arena, EddySource *src, Datum *values, bool *isnull,
+			bool transient)
+{
+	Size		prefix = transient ? sizeof(EddyRow *) : 0;
+	Size		hsize = row_header_size(src, true);
+	Size		size = prefix + hsize + src->ncols * sizeof(Datum);
+	EddyRow    *row;
+	char	   *data;
+	int			c;
+
+	if (!src->byval_only)
+		for (c = 0; c < src->ncols; c++)
+			if (!isnull[c] && !src->typbyval[c])
+				size += MAXALIGN(datumGetSize(values[c], false, src->typlen[c]));
+	row = (EddyRow *) ((char *) EddyArenaAlloc(arena, size) + prefix);
+	if (transient)
+		row_persistent(row) = NULL;
+	row->in_state = false;
+	row->hvalid = 0;
+	row->isnull = (bool *) ((char *) row + offsetof(EddyRow, hash) +
+							sizeof(uint32) * src->nhash);
+	row->values = (Datum *) ((char *) row + hsize);
+	memcpy(row->isnull, isnull, sizeof(bool) * src->ncols);
+	if (src->byval_only)
+	{
+		/* the common case of integer keys and columns */
+		memcpy(row->values, values, sizeof(Datum) * src->ncols);
+		return row;
+	}
+	data = (char *) (row->values + src->ncols);
+	for (c = 0; c < src->ncols; c++)
+	{
+		if (isnull[c] || src->typbyval[c])
+			row->values[c] = values[c];
+		else
+		{
+			Size		len = datumGetSize(values[c], false, src->typlen[c]);
+
+			memcpy(data, DatumGetPointer(values[c]), len);
+			row->values[c] = PointerGetDatum(data);
+			data += MAXALIGN(len);
+		}
+	}
+	return row;
+}
+
+/*
+ * A transient row whose values stay in the source's slot, which keeps its
+ * tuple until the next point of stasis, when everything routed from it is
+ * gone: what a STAIR keeps is copied by EddyRowPersist.
+ */
+EddyRow *
+EddyRowFromSlot(EddyState *es, EddySource *src, TupleTableSlot *slot)
+{
+	EddyRow    *row;
+
+	row = (EddyRow *) ((char *) EddyArenaAlloc(&es->transient,
+											   sizeof(EddyRow *) +
+											   row_header_size(src, false)) +
+					   sizeof(EddyRow *));
+	row_persistent(row) = NULL;
+	row->in_state = false;
+	row->hvalid = 0;
+	row->values = slot->tts_values;
+	row->isnull = slot->tts_isnull;
+	return row;
+}
+
+/*
+ * The copy of a row in state memory (made once, then shared), with the
+ * hashes computed so far.
+ */
+EddyRow *
+EddyRowPersist(EddyState *es, int i, EddyRow *row)
+{
+	EddySource *src = &es->sources[i];
+	EddyRow    *copy;
+
+	if (row->in_state)
+		return row;
+	if (row_persistent(row) != NULL)
+		return row_persistent(row);
+	copy = EddyRowMake(&es->stored, src, row->values, row->isnull, false);
+	copy->in_state = true;
+	copy->hvalid = row->hvalid;
+	if (row->hvalid != 0)
+		memcpy(copy->hash, row->hash, sizeof(uint32) * src->nhash);
+	row_persistent(row) = copy;
+	return copy;
+}
+
+/* A tuple's copy in state memory, for a STAIR to keep */
+static EddyTuple *
+store_tuple(EddyState *es, EddyTuple *t)
+{
+	EddyTuple  *s = EddyTupleAlloc(es, &es->stored);
+	uint32		bits = t->spans;
+
+	s->spans = t->spans;
+	s->done = t->done;
+	memset(s->rows, 0, sizeof(EddyRow *) * es->nsources);
+	while (bits != 0)
+	{
+		int			i = pg_rightmost_one_pos32(bits);
+
+		s->rows[i] = EddyRowPersist(es, i, t->rows[i]);
+		bits &= bits - 1;
+	}
+	return s;
+}
+
+/*
+ * Store tuple t for a STAIR on relation rel's side: returns the payload
+ * (exec.h), and in *view (unless NULL) a tuple whose rows are the stored
+ * ones, for the keys and the probe (transient when the payload is a
+ * tagged row).
+ */
+void *
+EddyTupleStoreForJoin(EddyState *es, int rel, EddyTuple *t, EddyTuple **view)
+{
+	EddyTuple  *stored;
+
+	if (t->done == 0 && t->spans == (1u << rel))
+	{
+		EddyRow    *row = EddyRowPersist(es, rel, t->rows[rel]);
+		EddyTuple  *v;
+
+		if (view == NULL)
+			return EddyPayloadFromRow(row);
+		v = EddyTupleAlloc(es, &es->transient);
+		v->spans = t->spans;
+		v->done = 0;
+		memset(v->rows, 0, sizeof(EddyRow *) * es->nsources);
+		v->rows[rel] = row;
+		*view = v;
+		return EddyPayloadFromRow(row);
+	}
+	stored = store_tuple(es, t);
+	if (view != NULL)
+		*view = stored;
+	return stored;
+}
+
+/*
+ * The result of joining probe (routed into join module m) with a STAIR
+ * payload of the other side, whose row is of relation rel when it is a
+ * tagged row.  Counts the result as the module's output.
+ */
+EddyTuple *
+EddyTupleJoin(EddyState *es, EddyModule *m, EddyTuple *probe, int rel,
+			  void *payload)
+{
+	EddyTuple  *r = EddyTupleAlloc(es, &es->transient);
+
+	memcpy(r->rows, probe->rows, sizeof(EddyRow *) * es->nsources);
+	if (EddyPayloadIsRow(payload))
+	{
+		r->spans = probe->spans | (1u << rel);
+		r->done = probe->done | (UINT64CONST(1) << m->index);
+		r->rows[rel] = EddyPayloadRow(payload);
+	}
+	else
+	{
+		EddyTuple  *u = (EddyTuple *) payload;
+		uint32		bits = u->spans;
+
+		r->spans = probe->spans | u->spans;
+		r->done = probe->done | u->done | (UINT64CONST(1) << m->index);
+		while (bits != 0)
+		{
+			int			i = pg_rightmost_one_pos32(bits);
+
+			r->rows[i] = u->rows[i];
+			bits &= bits - 1;
+		}
+	}
+	return r;
+}
+
+/* A by-reference datum copied into the arena */
+Datum
+EddyArenaDatumCopy(EddyArena *arena, Datum d, bool byval, int16 len)
+{
+	Size		size;
+	char	   *p;
+
+	if (byval)
+		return d;
+	size = datumGetSize(d, false, len);
+	p = EddyArenaAlloc(arena, size);
+	memcpy(p, DatumGetPointer(d), size);
+	return PointerGetDatum(p);
+}
+
+/* Put the tuple's rows into the wide slot */
+void
+EddyTupleFillSlot(EddyState *es, EddyTuple *t)
+{
+	TupleTableSlot *slot = es->wide;
+	int			i;
+
+	ExecClearTuple(slot);
+	for (i = 0; i < es->nsources; i++)
+	{
+		EddyRow    *row = t->rows[i];
+		EddySource *src = &es->sources[i];
+		Datum	   *values;
+		bool	   *isnull;
+		int			c;
+
+		if (row == NULL || es->loaded[i] == row)
+			continue;
+		/* ranges are a few columns: a loop beats two calls of memcpy */
+		values = slot->tts_values + src->first_col;
+		isnull = slot->tts_isnull + src->first_col;
+		for (c = 0; c < src->ncols; c++)
+		{
+			values[c] = row->values[c];
+			isnull[c] = row->isnull[c];
+		}
+		es->loaded[i] = row;
+		es->loaded_any = true;
+	}
+	ExecStoreVirtualTuple(slot);
+}
