@@ -216,7 +216,6 @@ begin_modules(EddyState *es, List *descs)
 		es->ntargets += es->modules[i]->ndirs;
 	}
 	es->targets = palloc0(sizeof(EddyRouteTarget) * Max(es->ntargets, 1));
-	es->target_filter = palloc0(sizeof(EddyPredicate *) * Max(es->ntargets, 1));
 	for (i = 0; i < es->nmodules; i++)
 	{
 		EddyModule *m = es->modules[i];
@@ -228,7 +227,7 @@ begin_modules(EddyState *es, List *descs)
 			es->targets[k].module = i;
 			es->targets[k].dir = d;
 			es->targets[k].stats = &m->stats[d];
-			es->target_filter[k] = m->filter;
+			es->targets[k].arg = m->filter;
 			m->target_index[d] = k;
 			k++;
 		}
@@ -327,37 +326,40 @@ EddyPushFrame(EddyState *es, EddyModule *m, int dir, EddyTuple *probe)
 
 /*
  * The chain case: walk this epoch's chain of filters on econtext's scan
- * tuple (the source's slot).  True if the tuple passed them all.  Inlined
- * twice: plain, and timing each evaluation (one tuple in
+ * tuple (the source's slot).  True if the tuple passed them all.  Only
+ * where the tuple left the chain is counted (routing.h).  Inlined twice:
+ * plain, and timing each evaluation (one tuple in
  * EDDY_COST_SAMPLE_INTERVAL).  Runs in the per-tuple memory context.
  */
 static pg_attribute_always_inline bool
-walk_chain(EddyState *es, ExprContext *econtext, bool timed)
+walk_chain(EddyRouter *router, ExprContext *econtext, bool timed)
 {
-	EddyRouter *router = &es->router;
+	int			n = router->chain_len;
 	int			k;
 
-	for (k = 0; k < router->chain_len; k++)
+	for (k = 0; k < n; k++)
 	{
-		int			t = router->chain[k];
-		EddyModuleStats *st = es->targets[t].stats;
+		EddyPredicate *pred = (EddyPredicate *) router->chain_arg[k];
 		bool		pass;
 
-		st->in++;
 		if (timed)
 		{
+			EddyModuleStats *st = router->targets[router->chain[k]].stats;
 			double		start = eddy_now_ns();
 
-			pass = EddyPredicateEval(es->target_filter[t], econtext);
+			pass = EddyPredicateEval(pred, econtext);
 			st->cost_ns += eddy_now_ns() - start;
 			st->samples++;
 		}
 		else
-			pass = EddyPredicateEval(es->target_filter[t], econtext);
+			pass = EddyPredicateEval(pred, econtext);
 		if (!pass)
+		{
+			router->chain_dropped[k]++;
 			return false;
-		st->out++;
+		}
 	}
+	router->chain_passed++;
 	return true;
 }
 
@@ -392,10 +394,10 @@ read_chain(EddyState *es)
 		if (unlikely(--es->until_sample <= 0))
 		{
 			es->until_sample = EDDY_COST_SAMPLE_INTERVAL;
-			pass = walk_chain(es, econtext, true);
+			pass = walk_chain(&es->router, econtext, true);
 		}
 		else
-			pass = walk_chain(es, econtext, false);
+			pass = walk_chain(&es->router, econtext, false);
 		MemoryContextSwitchTo(oldcontext);
 
 		if (!pass)
@@ -543,12 +545,22 @@ eddy_exec_node(PlanState *pstate)
 {
 	EddyState  *es = (EddyState *) pstate;
 
+	/*
+	 * The states are laid out in the order a source tuple goes through them,
+	 * each falling through to the next: a tuple read, routed and drained
+	 * costs one turn of the loop.
+	 */
 	for (;;)
 	{
 		CHECK_FOR_INTERRUPTS();
 
 		switch (es->state)
 		{
+			case EDDY_STATE_STASIS:
+				at_stasis(es);
+				es->state = EDDY_STATE_READ;
+				/* FALLTHROUGH */
+
 			case EDDY_STATE_READ:
 				{
 					EddyTuple  *t;
@@ -569,16 +581,16 @@ eddy_exec_node(PlanState *pstate)
 					}
 					start_route(es, t, true);
 				}
-				break;
+				/* FALLTHROUGH */
 
 			case EDDY_STATE_ROUTE:
 				{
 					TupleTableSlot *slot = route_current(es);
 
 					if (slot != NULL)
-						return slot;
+						return slot;	/* resumes at DRAIN */
 				}
-				break;
+				/* FALLTHROUGH */
 
 			case EDDY_STATE_DRAIN:
 				{
@@ -593,15 +605,13 @@ eddy_exec_node(PlanState *pstate)
 					f = &es->stack[es->nstack - 1];
 					t = f->module->methods->next(es, f);
 					if (t == NULL)
+					{
 						es->nstack--;
+						es->state = EDDY_STATE_DRAIN;
+					}
 					else
 						start_route(es, t, false);
 				}
-				break;
-
-			case EDDY_STATE_STASIS:
-				at_stasis(es);
-				es->state = EDDY_STATE_READ;
 				break;
 
 			case EDDY_STATE_DONE:

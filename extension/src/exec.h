@@ -313,10 +313,10 @@ EddyJoinKeys(EddyState *es, EddyJoinSpec *ends, int side, EddyTuple *t,
  */
 typedef enum EddyExecState
 {
+	EDDY_STATE_STASIS,			/* a point of stasis: nothing in flight */
 	EDDY_STATE_READ,			/* read the next source tuple */
 	EDDY_STATE_ROUTE,			/* route the current tuple until it leaves */
 	EDDY_STATE_DRAIN,			/* take the next match of the top frame */
-	EDDY_STATE_STASIS,			/* a point of stasis: nothing in flight */
 	EDDY_STATE_DONE				/* every source exhausted, stack empty */
 } EddyExecState;
 
@@ -337,7 +337,6 @@ struct EddyState
 	EddyModule **modules;
 	int			ntargets;
 	EddyRouteTarget *targets;
-	EddyPredicate **target_filter;	/* per target: its module's filter */
 	EddyRouter	router;
 	bool		chain;			/* one source, filters only: see exec.c */
 	int			deform_natts;	/* chain: source columns the filters read */
@@ -378,11 +377,8 @@ extern EddyFrame *EddyPushFrame(EddyState *es, EddyModule *m, int dir,
 extern void EddyCheckMemory(EddyState *es);
 extern EddyRow *EddyRowMake(EddyArena *arena, EddySource *src, Datum *values,
 							bool *isnull, bool transient);
-extern EddyRow *EddyRowFromSlot(EddyState *es, EddySource *src,
-								TupleTableSlot *slot);
-extern EddyRow *EddyRowPersist(EddyState *es, int i, EddyRow *row);
-extern void *EddyTupleStoreForJoin(EddyState *es, int rel, EddyTuple *t,
-								   EddyTuple **view);
+extern EddyRow *EddyRowPersistSlow(EddyState *es, int i, EddyRow *row);
+extern EddyTuple *EddyTupleStore(EddyState *es, EddyTuple *t);
 extern EddyTuple *EddyTupleJoin(EddyState *es, EddyModule *m, EddyTuple *probe,
 								int rel, void *payload);
 extern void EddyTupleFillSlot(EddyState *es, EddyTuple *t);
@@ -394,6 +390,78 @@ EddyTupleAlloc(EddyState *es, EddyArena *arena)
 {
 	return EddyArenaAlloc(arena, offsetof(EddyTuple, rows) +
 						  sizeof(EddyRow *) * es->nsources);
+}
+
+/* Bytes of a row header of source src: hash slots, and null flags when inline */
+static inline Size
+EddyRowHeaderSize(EddySource *src, bool inline_nulls)
+{
+	return MAXALIGN(offsetof(EddyRow, hash) + sizeof(uint32) * src->nhash +
+					(inline_nulls ? src->ncols : 0));
+}
+
+/*
+ * A transient row whose values stay in the source's slot, which keeps its
+ * tuple until the next point of stasis, when everything routed from it is
+ * gone: what a STAIR keeps is copied by EddyRowPersist.
+ */
+static inline EddyRow *
+EddyRowFromSlot(EddyState *es, EddySource *src, TupleTableSlot *slot)
+{
+	EddyRow    *row;
+
+	row = (EddyRow *) ((char *) EddyArenaAlloc(&es->transient,
+											   sizeof(EddyRow *) +
+											   EddyRowHeaderSize(src, false)) +
+					   sizeof(EddyRow *));
+	row_persistent(row) = NULL;
+	row->in_state = false;
+	row->hvalid = 0;
+	row->values = slot->tts_values;
+	row->isnull = slot->tts_isnull;
+	return row;
+}
+
+/* The copy of row (of source i) in state memory: made once, then shared */
+static inline EddyRow *
+EddyRowPersist(EddyState *es, int i, EddyRow *row)
+{
+	if (row->in_state)
+		return row;
+	if (row_persistent(row) != NULL)
+		return row_persistent(row);
+	return EddyRowPersistSlow(es, i, row);
+}
+
+/*
+ * Store tuple t for a STAIR on relation rel's side: returns the payload,
+ * and in *view (unless NULL) a tuple whose rows are the stored ones, for
+ * the keys and the probe (transient when the payload is a tagged row).
+ */
+static inline void *
+EddyTupleStoreForJoin(EddyState *es, int rel, EddyTuple *t, EddyTuple **view)
+{
+	EddyTuple  *stored;
+
+	if (t->done == 0 && t->spans == (1u << rel))
+	{
+		EddyRow    *row = EddyRowPersist(es, rel, t->rows[rel]);
+		EddyTuple  *v;
+
+		if (view == NULL)
+			return EddyPayloadFromRow(row);
+		v = EddyTupleAlloc(es, &es->transient);
+		v->spans = t->spans;
+		v->done = 0;
+		memset(v->rows, 0, sizeof(EddyRow *) * es->nsources);
+		v->rows[rel] = row;
+		*view = v;
+		return EddyPayloadFromRow(row);
+	}
+	stored = EddyTupleStore(es, t);
+	if (view != NULL)
+		*view = stored;
+	return stored;
 }
 
 /* explain.c */

@@ -172,6 +172,7 @@ EddyExplain(CustomScanState *node, List *ancestors, ExplainState *xs)
 
 	context = set_deparse_context_plan(xs->deparse_cxt, node->ss.ps.plan,
 									   ancestors);
+	EddyRouterSyncChain(router);	/* a chain's open epoch's counts */
 	ExplainPropertyText("Routing Policy", EddyPolicyName(router->policy), xs);
 	if (router->policy == EDDY_POLICY_LOTTERY && router->lottery_window > 0)
 		ExplainPropertyInteger("Lottery Window", "tuples",

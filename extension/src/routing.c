@@ -205,8 +205,8 @@ score_targets(EddyRouter *router)
 }
 
 /* Append a run of first choices to the run-length encoded history. */
-static void
-history_append(EddyRouter *router, int target, uint64 tuples)
+void
+EddyRouterHistoryAppend(EddyRouter *router, int target, uint64 tuples)
 {
 	if (router->nhistory > 0 &&
 		router->history[router->nhistory - 1].target == target)
@@ -230,21 +230,37 @@ close_epoch(EddyRouter *router)
 	if (router->epoch_first >= 0 && tuples > 0)
 	{
 		router->targets[router->epoch_first].stats->first += tuples;
-		history_append(router, router->epoch_first, tuples);
+		EddyRouterHistoryAppend(router, router->epoch_first, tuples);
 	}
 	router->epoch_start = router->routed;
 	router->epoch_first = -1;
 }
 
 /*
- * A source tuple's first choice (not in chain mode, which counts per
- * epoch): counted, and recorded in the history.
+ * Fold a chain's counters into its targets' statistics: a tuple dropped at
+ * step k went into steps 0..k and out of steps 0..k-1; a tuple that passed
+ * went into and out of every step.
  */
 void
-EddyRouterNoteFirst(EddyRouter *router, int target)
+EddyRouterSyncChain(EddyRouter *router)
 {
-	router->targets[target].stats->first++;
-	history_append(router, target, 1);
+	uint64		reached = router->chain_passed;
+	int			k;
+
+	if (router->chain_len < 0)
+		return;
+	for (k = 0; k < router->chain_len; k++)
+		reached += router->chain_dropped[k];
+	for (k = 0; k < router->chain_len; k++)
+	{
+		EddyModuleStats *st = router->targets[router->chain[k]].stats;
+
+		st->in += reached;
+		st->out += reached - router->chain_dropped[k];
+		reached -= router->chain_dropped[k];
+		router->chain_dropped[k] = 0;
+	}
+	router->chain_passed = 0;
 }
 
 /* Source tuples for which target was the first choice, open epoch included */
@@ -271,6 +287,7 @@ compute_chain(EddyRouter *router)
 	router->chain_len = 0;
 	while ((t = EddyRoute(router, router->all_sources, done)) != EDDY_ROUTE_OUTPUT)
 	{
+		router->chain_arg[router->chain_len] = router->targets[t].arg;
 		router->chain[router->chain_len++] = t;
 		done |= UINT64CONST(1) << router->targets[t].module;
 	}
@@ -291,7 +308,10 @@ EddyRouterReoptimize(EddyRouter *router)
 		return;
 
 	if (router->chain_len >= 0)
+	{
+		EddyRouterSyncChain(router);
 		close_epoch(router);
+	}
 	update_statistics(router);
 	score_targets(router);
 	router->epoch++;

@@ -63,6 +63,7 @@ typedef struct EddyRouteTarget
 	uint32		allow;
 	uint64		prereq;
 	EddyModuleStats *stats;		/* the module's statistics for dir */
+	void	   *arg;			/* the executor's: a filter's predicate */
 } EddyRouteTarget;
 
 /* One run of the routing history: first choice and tuples routed under it */
@@ -120,6 +121,17 @@ typedef struct EddyRouter
 	 */
 	int			chain_len;
 	int			chain[EDDY_MAX_SELECTIONS];
+	void	   *chain_arg[EDDY_MAX_SELECTIONS];	/* their targets' arg */
+
+	/*
+	 * A chain's counters: the walk counts, per tuple, only where it left the
+	 * chain (dropped at step k, or passed every step).  Every tuple of the
+	 * epoch went through the steps before that, so tuples in and out per
+	 * target follow; EddyRouterSyncChain folds them into the targets'
+	 * statistics (at each recomputation, and before EXPLAIN reads them).
+	 */
+	uint64		chain_dropped[EDDY_MAX_SELECTIONS];
+	uint64		chain_passed;
 
 	uint64		routed;			/* tuples routed until the last recomputation */
 	int64		until_reopt;	/* tuples until the next one (hot path) */
@@ -142,8 +154,9 @@ extern void EddyRouterInit(EddyRouter *router, EddyRouteTarget *targets,
 extern int	EddyRouterChoose(EddyRouter *router, uint32 spans, uint64 done);
 extern int	EddyRouterLookup(EddyRouter *router, uint32 spans, uint64 done);
 extern void EddyRouterReoptimize(EddyRouter *router);
-extern void EddyRouterNoteFirst(EddyRouter *router, int target);
+extern void EddyRouterHistoryAppend(EddyRouter *router, int target, uint64 tuples);
 extern uint64 EddyRouterFirst(EddyRouter *router, int target);
+extern void EddyRouterSyncChain(EddyRouter *router);
 
 /*
  * Tuples routed so far.  A tuple is routed once when it enters the eddy's
@@ -175,7 +188,33 @@ EddyRoute(EddyRouter *router, uint32 spans, uint64 done)
 			return EddyRouterChoose(router, spans, done);
 		return router->route[done];
 	}
-	return EddyRouterLookup(router, spans, done);
+	else
+	{
+		uint32		mask = router->nentries - 1;
+		uint64		h64 = done * UINT64CONST(0x9E3779B97F4A7C15) ^
+			((uint64) spans << 17) ^ spans;
+		EddyRouteEntry *e = &router->entries[(uint32) (h64 ^ (h64 >> 29)) & mask];
+
+		/* the first probe usually hits; anything else takes the slow path */
+		if (likely(e->epoch == router->epoch && e->spans == spans && e->done == done))
+			return e->choice;
+		return EddyRouterLookup(router, spans, done);
+	}
+}
+
+/*
+ * A source tuple's first choice (not in chain mode, which counts per
+ * epoch): counted, and recorded in the history.
+ */
+static inline void
+EddyRouterNoteFirst(EddyRouter *router, int target)
+{
+	router->targets[target].stats->first++;
+	if (likely(router->nhistory > 0 &&
+			   router->history[router->nhistory - 1].target == target))
+		router->history[router->nhistory - 1].tuples++;
+	else
+		EddyRouterHistoryAppend(router, target, 1);
 }
 
 #endif							/* EDDY_ROUTING_H */

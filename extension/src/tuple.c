@@ -52,14 +52,6 @@ EddyCheckMemory(EddyState *es)
 				 errhint("Raise eddy.max_memory, or work_mem / hash_mem_multiplier when eddy.max_memory is -1.")));
 }
 
-/* Bytes of a row header of source src: hash slots, and null flags when inline */
-static inline Size
-row_header_size(EddySource *src, bool inline_nulls)
-{
-	return MAXALIGN(offsetof(EddyRow, hash) + sizeof(uint32) * src->nhash +
-					(inline_nulls ? src->ncols : 0));
-}
-
 /*
  * A row of source src from values/isnull, in one allocation from the
  * arena (see EddyRow).  A transient row gets its row_persistent pointer.
@@ -69,7 +61,7 @@ EddyRowMake(EddyArena *arena, EddySource *src, Datum *values, bool *isnull,
 			bool transient)
 {
 	Size		prefix = transient ? sizeof(EddyRow *) : 0;
-	Size		hsize = row_header_size(src, true);
+	Size		hsize = EddyRowHeaderSize(src, true);
 	Size		size = prefix + hsize + src->ncols * sizeof(Datum);
 	EddyRow    *row;
 	char	   *data;
@@ -112,41 +104,15 @@ EddyRowMake(EddyArena *arena, EddySource *src, Datum *values, bool *isnull,
 }
 
 /*
- * A transient row whose values stay in the source's slot, which keeps its
- * tuple until the next point of stasis, when everything routed from it is
- * gone: what a STAIR keeps is copied by EddyRowPersist.
+ * Copy a transient row into state memory (EddyRowPersist: made once, then
+ * shared), with the hashes computed so far.
  */
 EddyRow *
-EddyRowFromSlot(EddyState *es, EddySource *src, TupleTableSlot *slot)
-{
-	EddyRow    *row;
-
-	row = (EddyRow *) ((char *) EddyArenaAlloc(&es->transient,
-											   sizeof(EddyRow *) +
-											   row_header_size(src, false)) +
-					   sizeof(EddyRow *));
-	row_persistent(row) = NULL;
-	row->in_state = false;
-	row->hvalid = 0;
-	row->values = slot->tts_values;
-	row->isnull = slot->tts_isnull;
-	return row;
-}
-
-/*
- * The copy of a row in state memory (made once, then shared), with the
- * hashes computed so far.
- */
-EddyRow *
-EddyRowPersist(EddyState *es, int i, EddyRow *row)
+EddyRowPersistSlow(EddyState *es, int i, EddyRow *row)
 {
 	EddySource *src = &es->sources[i];
 	EddyRow    *copy;
 
-	if (row->in_state)
-		return row;
-	if (row_persistent(row) != NULL)
-		return row_persistent(row);
 	copy = EddyRowMake(&es->stored, src, row->values, row->isnull, false);
 	copy->in_state = true;
 	copy->hvalid = row->hvalid;
@@ -157,8 +123,8 @@ EddyRowPersist(EddyState *es, int i, EddyRow *row)
 }
 
 /* A tuple's copy in state memory, for a STAIR to keep */
-static EddyTuple *
-store_tuple(EddyState *es, EddyTuple *t)
+EddyTuple *
+EddyTupleStore(EddyState *es, EddyTuple *t)
 {
 	EddyTuple  *s = EddyTupleAlloc(es, &es->stored);
 	uint32		bits = t->spans;
@@ -174,38 +140,6 @@ store_tuple(EddyState *es, EddyTuple *t)
 		bits &= bits - 1;
 	}
 	return s;
-}
-
-/*
- * Store tuple t for a STAIR on relation rel's side: returns the payload
- * (exec.h), and in *view (unless NULL) a tuple whose rows are the stored
- * ones, for the keys and the probe (transient when the payload is a
- * tagged row).
- */
-void *
-EddyTupleStoreForJoin(EddyState *es, int rel, EddyTuple *t, EddyTuple **view)
-{
-	EddyTuple  *stored;
-
-	if (t->done == 0 && t->spans == (1u << rel))
-	{
-		EddyRow    *row = EddyRowPersist(es, rel, t->rows[rel]);
-		EddyTuple  *v;
-
-		if (view == NULL)
-			return EddyPayloadFromRow(row);
-		v = EddyTupleAlloc(es, &es->transient);
-		v->spans = t->spans;
-		v->done = 0;
-		memset(v->rows, 0, sizeof(EddyRow *) * es->nsources);
-		v->rows[rel] = row;
-		*view = v;
-		return EddyPayloadFromRow(row);
-	}
-	stored = store_tuple(es, t);
-	if (view != NULL)
-		*view = stored;
-	return stored;
 }
 
 /*
