@@ -104,7 +104,7 @@ def test_fixed_join_routing_never_changes(flip_join):
     first, second = s_first_choices(eddy)
     assert eddy["Recomputations"] == 0
     (only,) = [m for m, n in first.items() if n > 0]
-    assert first[only] == HALF and second == {only: HALF}
+    assert first[only] == HALF and second.get(only) == HALF == sum(second.values())
     work = sum(op["Tuples In"] for op in eddy["Operators"])
     assert work == 2 * DIM + ROWS + HALF  # one half passes its first join
 
