@@ -154,6 +154,7 @@ begin_sources(EddyState *es, List *descs, EState *estate, int eflags)
 
 			src->plan = ExecInitNode(child, estate, eflags);
 			child_states = lappend(child_states, src->plan);
+			es->scanned |= 1u << i;
 		}
 		else
 		{
@@ -435,6 +436,7 @@ read_source(EddyState *es)
 		if (TupIsNull(slot))
 		{
 			src->exhausted = true;
+			es->exhausted |= 1u << i;
 			es->next_source++;
 			continue;
 		}
@@ -672,6 +674,7 @@ eddy_rescan(CustomScanState *node)
 	es->state = EDDY_STATE_READ;
 	es->nstack = 0;
 	es->next_source = 0;
+	es->exhausted = 0;
 	for (i = 0; i < es->nmodules; i++)
 	{
 		EddyModule *m = es->modules[i];

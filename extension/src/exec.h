@@ -331,6 +331,8 @@ struct EddyState
 	uint32		all_sources;
 	int		   *source_order;	/* reading order */
 	int			next_source;	/* position in source_order */
+	uint32		scanned;		/* sources read by a child plan */
+	uint32		exhausted;		/* ... of which these are exhausted */
 
 	/* modules and routing */
 	int			nmodules;

@@ -15,10 +15,21 @@
  * (plan_join.c), a tuple first probes: one that finds its match can find no
  * other, now or later, so it is not stored, and its one result is returned
  * to be routed on at once, with no frame.  One that finds none is stored
- * for the match to come.  A STAIR that skipped a tuple so is no longer
- * complete (stair.h): it is the documented exception to the completeness
- * rule, and state migration must not read it (or turn the optimisation
- * off where it migrates).
+ * for the match to come.
+ *
+ * Only what can still be probed is stored.  Side d's STAIR is probed only
+ * by tuples routed in direction 1 - d, which span nothing outside side
+ * 1 - d.  Every tuple in flight was made from the source tuple read last,
+ * which the tuple being stored spans, so it is on side d: once every
+ * scanned source of side 1 - d is exhausted, no tuple can probe side d's
+ * STAIR any more, and a tuple routed to it only probes.  With sources read
+ * one after another, the last source and everything made from it are
+ * never stored.
+ *
+ * A STAIR that skipped a tuple for either reason is no longer complete
+ * (stair.h): these are the documented exceptions to the completeness
+ * rule, and state migration must not read such a STAIR (or turn the
+ * optimisations off where it migrates).
  *
  * Hash slots.  The sides of hash joins that hash the same columns of the
  * same relation with the same functions and collations compute the same
@@ -42,6 +53,8 @@ typedef struct EddyHashJoin
 	EddyJoinSpec ends;
 	Stair	   *stair[2];		/* per side: its tuples, by its keys */
 	int			hslot[2];		/* the end's row hash slot of the keys, or -1 */
+	uint32		probers[2];		/* scanned sources whose tuples may probe
+								 * side d's STAIR: those of side 1 - d */
 } EddyHashJoin;
 
 static EddyTuple *hashjoin_route(EddyState *es, EddyModule *m, int dir,
@@ -133,6 +146,8 @@ EddyHashJoinBegin(EddyState *es, List *desc, int index)
 	EddyJoinSpecInit(es, &hj->ends, desc);
 	EddyJoinTargets(m, &hj->ends, 2);
 	hj->hslot[0] = hj->hslot[1] = -1;
+	hj->probers[0] = hj->ends.side[1] & es->scanned;
+	hj->probers[1] = hj->ends.side[0] & es->scanned;
 	for (s = 0; s < 2; s++)
 	{
 		hj->stair[s] = StairCreateInArena(&hj->ends.keys, s, &es->stored);
@@ -222,6 +237,32 @@ hashjoin_route(EddyState *es, EddyModule *m, int dir, EddyTuple *t)
 	void	   *payload;
 	uint32		hash;
 
+	/* can a future tuple still probe this side's STAIR? */
+	if (unlikely((hj->probers[dir] & ~es->exhausted) == 0))
+	{
+		hj->stair[dir]->complete = false;
+		hj->stair[dir]->skipped++;
+		if (other->nentries == 0 ||
+			!EddyJoinKeys(es, ends, dir, t, keys, &es->transient))
+			return NULL;
+		hash = join_hash(es, hj, dir, t, keys);
+		if (ends->unique[1 - dir])
+		{
+			StairProbe	sp;
+			void	   *u;
+
+			StairProbeBegin(&sp, other, hash, keys);
+			u = StairProbeNext(&sp);
+			if (u == NULL)
+				return NULL;
+			m->stats[dir].out++;
+			return EddyTupleJoin(es, m, t, ends->rel[1 - dir], u);
+		}
+		f = EddyPushFrame(es, m, dir, t);
+		StairProbeBegin(&f->sp, other, hash, keys);
+		return NULL;
+	}
+
 	if (ends->unique[1 - dir])
 	{
 		if (!EddyJoinKeys(es, ends, dir, t, keys, &es->transient))
@@ -238,6 +279,7 @@ hashjoin_route(EddyState *es, EddyModule *m, int dir, EddyTuple *t)
 			{
 				/* the one match: t is not stored (the STAIR is incomplete) */
 				hj->stair[dir]->complete = false;
+				hj->stair[dir]->skipped++;
 				m->stats[dir].out++;
 				return EddyTupleJoin(es, m, t, ends->rel[1 - dir], u);
 			}
@@ -328,7 +370,14 @@ hashjoin_explain(EddyState *es, EddyModule *m, List *context, bool useprefix,
 		EddyExplainCounters(es, m, -1, xs);
 		for (s = 0; s < 2; s++)
 		{
-			if (analyze)
+			if (analyze && hj->stair[s]->skipped > 0)
+				EddyExplainLine(xs, "  STAIR %s: Inserted: " UINT64_FORMAT
+								"  Skipped: " UINT64_FORMAT
+								"  Probed: " UINT64_FORMAT "  Matched: " UINT64_FORMAT,
+								keys[s], hj->stair[s]->inserted,
+								hj->stair[s]->skipped,
+								hj->stair[s]->probed, hj->stair[s]->matched);
+			else if (analyze)
 				EddyExplainLine(xs, "  STAIR %s: Inserted: " UINT64_FORMAT
 								"  Probed: " UINT64_FORMAT "  Matched: " UINT64_FORMAT,
 								keys[s], hj->stair[s]->inserted,
@@ -348,6 +397,8 @@ hashjoin_explain(EddyState *es, EddyModule *m, List *context, bool useprefix,
 	{
 		ExplainPropertyUInteger("Inserted", NULL,
 								hj->stair[0]->inserted + hj->stair[1]->inserted, xs);
+		ExplainPropertyUInteger("Skipped", NULL,
+								hj->stair[0]->skipped + hj->stair[1]->skipped, xs);
 		ExplainPropertyUInteger("Probed", NULL,
 								hj->stair[0]->probed + hj->stair[1]->probed, xs);
 		ExplainPropertyUInteger("Matched", NULL,

@@ -38,8 +38,9 @@
  *
  * Completeness.  A STAIR is complete when it holds every tuple that was
  * routed to its side of the join.  Whoever skips an insertion (the eddy
- * does not store a tuple that found its one match in a unique side, see
- * mod_hashjoin.c) must clear `complete`: state migration may only read
+ * does not store a tuple that found its one match in a unique side, nor
+ * one that no future tuple can probe, see mod_hashjoin.c) must clear
+ * `complete` and count it in `skipped`: state migration may only read
  * complete STAIRs, and spilling must know what is missing.
  *
  *-------------------------------------------------------------------------
@@ -110,6 +111,8 @@ typedef struct Stair
 	uint64		inserted;
 	uint64		probed;
 	uint64		matched;
+	uint64		skipped;		/* tuples routed to it but not stored (by
+								 * the caller's rules, see completeness) */
 } Stair;
 
 /* Iterator over the matches of one probe */
