@@ -180,7 +180,8 @@ def random_settings(rng: random.Random) -> dict:
             "reopt_frequency": rng.choice([1, 2, 10, 100, 1000]),
             "join_method": rng.choice(["auto", "auto", "hash", "index"]),
             "lottery_window": rng.choice([0, 0, 50]),
-            "selection_min_cost": rng.choice([0, 0.01, 0.01])}
+            "selection_min_cost": rng.choice([0, 0.01, 0.01]),
+            "source_schedule": rng.choice(["build", "build", "proportional"])}
 
 
 def same_outcome(got: tuple, want: tuple, ordered: bool) -> bool:

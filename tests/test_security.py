@@ -33,7 +33,7 @@ from eddytools.db import connect, eddy_nodes, explain_json, set_gucs
 EDDY_SETTINGS = {
     "eddy.enabled", "eddy.reopt_frequency", "eddy.routing_policy", "eddy.lottery_window",
     "eddy.selection_min_cost", "eddy.join_method", "eddy.max_sources", "eddy.max_memory",
-    "eddy.static_shj",
+    "eddy.static_shj", "eddy.source_schedule", "eddy.source_rates", "eddy.source_delays",
 }
 
 SCHEMA = """
@@ -252,7 +252,9 @@ def test_eddy_settings_are_per_session_only(sec):
     # the user's own session, every setting at an extreme
     extremes = {"enabled": "off", "reopt_frequency": "1", "routing_policy": "random",
                 "lottery_window": "1", "selection_min_cost": "1000", "join_method": "index",
-                "max_sources": "2", "max_memory": "64kB", "static_shj": "on"}
+                "max_sources": "2", "max_memory": "64kB", "static_shj": "on",
+                "source_schedule": "proportional", "source_rates": "t=1000000",
+                "source_delays": "t=1"}
     assert {f"eddy.{k}" for k in extremes} == EDDY_SETTINGS
     with connect(user_dsn) as other_session, connect(admin_dsn) as admin_session:
         def shown(conn) -> dict[str, str]:

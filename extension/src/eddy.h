@@ -89,6 +89,11 @@ eddy_now_ns(void)
 	return (double) ts.tv_sec * 1e9 + (double) ts.tv_nsec;
 }
 
+/* eddy.source_rates and eddy.source_delays (schedule.c) */
+#define EDDY_MIN_SOURCE_RATE		1e-6
+#define EDDY_MAX_SOURCE_RATE		1e6
+#define EDDY_MAX_SOURCE_DELAY_MS	3600000.0
+
 /* guc.c */
 extern bool eddy_enabled;
 extern int	eddy_reopt_frequency;
@@ -99,6 +104,10 @@ extern bool eddy_static_shj;
 extern int	eddy_join_method;
 extern int	eddy_max_sources;
 extern int	eddy_max_memory;
+extern int	eddy_source_schedule;	/* schedule.c */
+extern char *eddy_source_rates;
+extern char *eddy_source_delays;
+extern void EddyScheduleGucInit(void);
 extern void EddyGucInit(void);
 extern Size EddyMaxMemoryBytes(int nstairs);
 extern const char *EddyPolicyName(EddyRoutingPolicy policy);

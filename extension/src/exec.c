@@ -16,9 +16,10 @@
  *
  * The main loop is a state machine, PostgreSQL style:
  *
- *	 EDDY_STATE_READ	read the next source tuple (sources are read one after
+ *	 EDDY_STATE_READ	read the next source tuple from the source the
+ *						schedule chooses (schedule.c; by default one after
  *						another in PostgreSQL's build order, centres of stars
- *						last: plan_join.c); none left: DONE
+ *						last); none left: DONE
  *	 EDDY_STATE_ROUTE	route the current tuple until it leaves: output
  *						(returned; then DRAIN), dropped, or handed to a join
  *						(DRAIN); a unique probe's one result goes on at once
@@ -277,6 +278,7 @@ eddy_begin(CustomScanState *node, EState *estate, int eflags)
 								   EddyPredicateMaxAttno(es->modules[i]->expr));
 	}
 
+	EddyScheduleInit(es);
 	es->max_memory = EddyMaxMemoryBytes(Max(es->nstairs, 1));
 	es->stack = palloc(sizeof(EddyFrame) * Max(es->nmodules, 1));
 	es->source_order = palloc(sizeof(int) * es->nsources);
@@ -420,26 +422,36 @@ read_chain(EddyState *es)
 static EddyTuple *
 read_source(EddyState *es)
 {
-	while (es->next_source < es->nsources)
+	for (;;)
 	{
-		int			i = es->source_order[es->next_source];
-		EddySource *src = &es->sources[i];
+		int			i;
+		EddySource *src;
 		TupleTableSlot *slot;
 		EddyTuple  *t;
 
-		if (src->method != EDDY_SOURCE_SCAN || src->exhausted)
+		if (likely(es->schedule == EDDY_SCHEDULE_BUILD && !es->delayed))
 		{
-			es->next_source++;
-			continue;
+			/* build order: the first source in order that is not exhausted */
+			if (es->next_source >= es->nsources)
+				return NULL;
+			i = es->source_order[es->next_source];
+			if (es->sources[i].method != EDDY_SOURCE_SCAN || es->sources[i].exhausted)
+			{
+				es->next_source++;
+				continue;
+			}
 		}
+		else if ((i = EddyScheduleNext(es)) < 0)
+			return NULL;
+		src = &es->sources[i];
 		slot = ExecProcNode(src->plan);
 		if (TupIsNull(slot))
 		{
 			src->exhausted = true;
 			es->exhausted |= 1u << i;
-			es->next_source++;
 			continue;
 		}
+		src->nread++;
 		slot_getallattrs(slot);
 		t = EddyTupleAlloc(es, &es->transient);
 		memset(t->rows, 0, sizeof(EddyRow *) * es->nsources);
@@ -448,7 +460,6 @@ read_source(EddyState *es)
 		t->rows[i] = EddyRowFromSlot(es, src, slot);
 		return t;
 	}
-	return NULL;
 }
 
 /* A tuple enters routing: counted, and timed one time in 128 */
@@ -675,6 +686,7 @@ eddy_rescan(CustomScanState *node)
 	es->nstack = 0;
 	es->next_source = 0;
 	es->exhausted = 0;
+	es->start_time = 0;
 	for (i = 0; i < es->nmodules; i++)
 	{
 		EddyModule *m = es->modules[i];
@@ -696,6 +708,7 @@ eddy_rescan(CustomScanState *node)
 		if (src->method != EDDY_SOURCE_SCAN)
 			continue;
 		src->exhausted = false;
+		src->nread = 0;
 		if (node->ss.ps.chgParam != NULL)
 			UpdateChangedParamSet(src->plan, node->ss.ps.chgParam);
 		if (src->plan->chgParam == NULL)

@@ -22,6 +22,7 @@
 #include "commands/explain.h"
 #include "executor/executor.h"
 #include "utils/rel.h"
+#include "utils/timestamp.h"
 
 #include "arena.h"
 #include "private.h"
@@ -95,9 +96,17 @@ extern AttrNumber EddyPredicateMaxAttno(Expr *expr);
  * ----------------------------------------------------------------
  */
 
+/* eddy.source_schedule (schedule.c) */
+typedef enum EddySchedule
+{
+	EDDY_SCHEDULE_BUILD,		/* one after another, in build order */
+	EDDY_SCHEDULE_PROPORTIONAL	/* interleaved at rates proportional to size */
+} EddySchedule;
+
 typedef struct EddySource
 {
 	EddySourceMethod method;
+	char	   *name;			/* scanned: the relation's alias, or NULL */
 	int			first_col;		/* its column range in the wide tuple */
 	int			ncols;
 	int16	   *typlen;
@@ -113,6 +122,9 @@ typedef struct EddySource
 	/* scanned */
 	PlanState  *plan;
 	bool		exhausted;
+	uint64		nread;			/* tuples read */
+	double		rate;			/* eddy.source_rates (proportional schedule) */
+	double		delay_ms;		/* eddy.source_delays */
 
 	/* reached through an index join */
 	Oid			heapoid;
@@ -333,6 +345,9 @@ struct EddyState
 	int			next_source;	/* position in source_order */
 	uint32		scanned;		/* sources read by a child plan */
 	uint32		exhausted;		/* ... of which these are exhausted */
+	EddySchedule schedule;
+	bool		delayed;		/* some source has an initial delay */
+	TimestampTz start_time;		/* of the first read, when delayed */
 
 	/* modules and routing */
 	int			nmodules;
@@ -465,6 +480,11 @@ EddyTupleStoreForJoin(EddyState *es, int rel, EddyTuple *t, EddyTuple **view)
 		*view = stored;
 	return stored;
 }
+
+/* schedule.c */
+extern void EddyScheduleInit(EddyState *es);
+extern int	EddyScheduleNext(EddyState *es);
+extern const char *EddyScheduleName(int schedule);
 
 /* explain.c */
 extern void EddyExplain(CustomScanState *node, List *ancestors, ExplainState *xs);

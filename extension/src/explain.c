@@ -179,6 +179,31 @@ EddyExplain(CustomScanState *node, List *ancestors, ExplainState *xs)
 							   router->lottery_window, xs);
 	ExplainPropertyInteger("Reoptimization Frequency", "tuples",
 						   router->reopt_frequency, xs);
+	if (!es->chain && (es->schedule != EDDY_SCHEDULE_BUILD || es->delayed))
+	{
+		StringInfoData buf;
+
+		/* the schedule, and the sources' rates and delays if any */
+		initStringInfo(&buf);
+		appendStringInfoString(&buf, EddyScheduleName(es->schedule));
+		for (i = 0; i < es->nsources; i++)
+		{
+			EddySource *src = &es->sources[i];
+
+			if (src->method != EDDY_SOURCE_SCAN ||
+				(src->rate == 1.0 && src->delay_ms == 0))
+				continue;
+			appendStringInfo(&buf, "%s %s", buf.len > 0 && strchr(buf.data, '(') ? "," : " (",
+							 src->name ? src->name : "?");
+			if (src->rate != 1.0)
+				appendStringInfo(&buf, " rate %g", src->rate);
+			if (src->delay_ms > 0)
+				appendStringInfo(&buf, " delay %g ms", src->delay_ms);
+		}
+		if (strchr(buf.data, '('))
+			appendStringInfoChar(&buf, ')');
+		ExplainPropertyText("Source Schedule", buf.data, xs);
+	}
 
 	ExplainOpenGroup("Operators", "Operators", false, xs);
 	for (i = 0; i < es->nmodules; i++)
@@ -195,6 +220,18 @@ EddyExplain(CustomScanState *node, List *ancestors, ExplainState *xs)
 
 	if (!analyze)
 		return;
+	if (!es->chain && (es->schedule != EDDY_SCHEDULE_BUILD || es->delayed))
+	{
+		StringInfoData buf;
+
+		initStringInfo(&buf);
+		for (i = 0; i < es->nsources; i++)
+			if (es->sources[i].method == EDDY_SOURCE_SCAN)
+				appendStringInfo(&buf, "%s%s " UINT64_FORMAT, buf.len > 0 ? ", " : "",
+								 es->sources[i].name ? es->sources[i].name : "?",
+								 es->sources[i].nread);
+		ExplainPropertyText("Tuples Read", buf.data, xs);
+	}
 	ExplainPropertyUInteger("Tuples Routed", NULL, EddyRouterRouted(router), xs);
 	ExplainPropertyUInteger("Recomputations", NULL, router->recomputations, xs);
 	if (router->chain_len >= 0)

@@ -189,5 +189,7 @@ EddyGucInit(void)
 							NULL,
 							NULL);
 
+	EddyScheduleGucInit();
+
 	MarkGUCPrefixReserved("eddy");
 }

@@ -1,0 +1,353 @@
+/*-------------------------------------------------------------------------
+ *
+ * schedule.c
+ *	  Source scheduling: which source the eddy reads next.
+ *
+ * At every point of stasis the eddy reads one tuple from one of its
+ * scanned sources; the schedule (eddy.source_schedule) chooses which:
+ *
+ *	 build			PostgreSQL's build order (plan_join.c): one source after
+ *					another, the relations PostgreSQL hashes first and the
+ *					centres of stars last.  A tuple streamed last meets the
+ *					state of every relation before it and, against a unique
+ *					side, finds its match at once and is never stored.
+ *	 proportional	interleaved at rates proportional to the sources' sizes
+ *					(the planner's rows times the source's rate), so that
+ *					they all end together: the setup of the STAIRs paper's
+ *					experiments (VLDB 2004, section 5).  The next source is
+ *					the one whose share read is smallest.
+ *
+ * For experiments, eddy.source_rates multiplies a source's rate (by
+ * relation alias: 'orders=2, lineitem=0.5'; proportional only) and
+ * eddy.source_delays holds a source back for its first milliseconds
+ * ('customer=100'), as a slow remote source would be.  The eddy never
+ * waits for a delayed source while another has tuples; when every source
+ * left is delayed it sleeps on its latch until the first one is due, so
+ * cancel and statement_timeout are honoured and nothing spins.  A
+ * one-source eddy reads its source directly and ignores both settings.
+ *
+ * The settings are read when the node starts; names that match no source
+ * of an eddy are ignored by it (one query may have several eddies).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "exec.h"
+
+#include <float.h>
+#include <math.h>
+
+#include "miscadmin.h"
+#include "nodes/nodeFuncs.h"
+#include "parser/parsetree.h"
+#include "pgstat.h"
+#include "storage/latch.h"
+#include "utils/guc.h"
+#include "utils/memutils.h"
+#include "utils/timestamp.h"
+#include "utils/wait_event.h"
+
+int			eddy_source_schedule = EDDY_SCHEDULE_BUILD;
+char	   *eddy_source_rates = NULL;
+char	   *eddy_source_delays = NULL;
+
+static const struct config_enum_entry schedule_options[] = {
+	{"build", EDDY_SCHEDULE_BUILD, false},
+	{"proportional", EDDY_SCHEDULE_PROPORTIONAL, false},
+	{NULL, 0, false}
+};
+
+/*
+ * Parse "name=value, name=value" into parallel lists; false (with a
+ * message in *error) on bad syntax or a value outside [min, max].
+ */
+static bool
+parse_source_list(const char *value, double min, double max, List **names,
+				  List **values, char **error)
+{
+	char	   *copy = pstrdup(value);
+	char	   *item;
+	char	   *save = NULL;
+
+	*names = NIL;
+	*values = NIL;
+	for (item = strtok_r(copy, ",", &save); item != NULL;
+		 item = strtok_r(NULL, ",", &save))
+	{
+		char	   *eq = strchr(item, '=');
+		char	   *name;
+		char	   *end;
+		double		v;
+
+		if (eq == NULL)
+		{
+			*error = psprintf("\"%s\" is not of the form name=value", item);
+			return false;
+		}
+		*eq = '\0';
+		name = item;
+		while (*name == ' ' || *name == '\t')
+			name++;
+		end = name + strlen(name);
+		while (end > name && (end[-1] == ' ' || end[-1] == '\t'))
+			*--end = '\0';
+		if (*name == '\0')
+		{
+			*error = pstrdup("a relation name is missing");
+			return false;
+		}
+		errno = 0;
+		v = strtod(eq + 1, &end);
+		while (*end == ' ' || *end == '\t')
+			end++;
+		if (errno != 0 || end == eq + 1 || *end != '\0' || isnan(v) ||
+			v < min || v > max)
+		{
+			*error = psprintf("the value of \"%s\" must be a number between %g and %g",
+							  name, min, max);
+			return false;
+		}
+		*names = lappend(*names, pstrdup(name));
+		*values = lappend(*values, makeFloat(psprintf("%g", v)));
+	}
+	return true;
+}
+
+static bool
+check_source_list(char **newval, double min, double max)
+{
+	List	   *names;
+	List	   *values;
+	char	   *error = NULL;
+	bool		ok;
+
+	if (*newval == NULL || **newval == '\0')
+		return true;
+	ok = parse_source_list(*newval, min, max, &names, &values, &error);
+	if (!ok)
+		GUC_check_errdetail("%s.", error);
+	return ok;
+}
+
+static bool
+check_source_rates(char **newval, void **extra, GucSource source)
+{
+	return check_source_list(newval, EDDY_MIN_SOURCE_RATE, EDDY_MAX_SOURCE_RATE);
+}
+
+static bool
+check_source_delays(char **newval, void **extra, GucSource source)
+{
+	return check_source_list(newval, 0, EDDY_MAX_SOURCE_DELAY_MS);
+}
+
+void
+EddyScheduleGucInit(void)
+{
+	DefineCustomEnumVariable("eddy.source_schedule",
+							 "How a join eddy interleaves the reading of its sources.",
+							 "build: one after another in PostgreSQL's build order; "
+							 "proportional: interleaved at rates proportional to their sizes.",
+							 &eddy_source_schedule,
+							 EDDY_SCHEDULE_BUILD,
+							 schedule_options,
+							 PGC_USERSET,
+							 0,
+							 NULL,
+							 NULL,
+							 NULL);
+
+	/* relation=rate, rates 1e-6 .. 1e6 (proportional schedule) */
+	DefineCustomStringVariable("eddy.source_rates",
+							   "Relative reading rates of join eddy sources, for experiments.",
+							   "A list of relation=rate (by alias), e.g. 'orders=2, lineitem=0.5'; "
+							   "the proportional schedule multiplies a source's share by its rate.",
+							   &eddy_source_rates,
+							   "",
+							   PGC_USERSET,
+							   0,
+							   check_source_rates,
+							   NULL,
+							   NULL);
+
+	/* relation=milliseconds, 0 .. 3600000 */
+	DefineCustomStringVariable("eddy.source_delays",
+							   "Initial delays of join eddy sources, in milliseconds, for experiments.",
+							   "A list of relation=milliseconds (by alias), e.g. 'customer=100': "
+							   "the source is not read before that much time has passed.",
+							   &eddy_source_delays,
+							   "",
+							   PGC_USERSET,
+							   0,
+							   check_source_delays,
+							   NULL,
+							   NULL);
+}
+
+const char *
+EddyScheduleName(int schedule)
+{
+	const struct config_enum_entry *e;
+
+	for (e = schedule_options; e->name != NULL; e++)
+		if (e->val == schedule)
+			return e->name;
+	return "unknown";
+}
+
+/* The relation alias of a scanned source's plan, or NULL */
+static char *
+source_name(EddyState *es, Plan *plan)
+{
+	List	   *rtable = es->css.ss.ps.state->es_range_table;
+	Index		rti = 0;
+
+	switch (nodeTag(plan))
+	{
+		case T_SeqScan:
+		case T_SampleScan:
+		case T_IndexScan:
+		case T_IndexOnlyScan:
+		case T_BitmapHeapScan:
+		case T_TidScan:
+		case T_TidRangeScan:
+		case T_SubqueryScan:
+		case T_FunctionScan:
+		case T_ValuesScan:
+		case T_CteScan:
+			rti = ((Scan *) plan)->scanrelid;
+			break;
+		case T_Append:
+			rti = bms_next_member(((Append *) plan)->apprelids, -1);
+			break;
+		case T_Result:
+		case T_Material:
+			return plan->lefttree ? source_name(es, plan->lefttree) : NULL;
+		default:
+			break;
+	}
+	if (rti == 0 || (int) rti > list_length(rtable))
+		return NULL;
+	return rt_fetch(rti, rtable)->eref->aliasname;
+}
+
+/* Apply a name=value list to the sources: *field = value where names match */
+static void
+apply_source_list(EddyState *es, const char *setting, bool delays)
+{
+	List	   *names;
+	List	   *values;
+	char	   *error;
+	int			i;
+
+	if (setting == NULL || *setting == '\0' ||
+		!parse_source_list(setting, 0, DBL_MAX, &names, &values, &error))
+		return;
+	for (i = 0; i < es->nsources; i++)
+	{
+		EddySource *src = &es->sources[i];
+		ListCell   *ln;
+		ListCell   *lv;
+
+		if (src->name == NULL)
+			continue;
+		forboth(ln, names, lv, values)
+		{
+			if (strcmp((char *) lfirst(ln), src->name) != 0)
+				continue;
+			if (delays)
+				src->delay_ms = floatVal(lfirst(lv));
+			else
+				src->rate = floatVal(lfirst(lv));
+		}
+	}
+}
+
+/* Set up the schedule from the settings (exec.c, after the sources) */
+void
+EddyScheduleInit(EddyState *es)
+{
+	int			i;
+
+	es->schedule = (EddySchedule) eddy_source_schedule;
+	for (i = 0; i < es->nsources; i++)
+	{
+		EddySource *src = &es->sources[i];
+
+		src->rate = 1.0;
+		src->delay_ms = 0;
+		if (src->method == EDDY_SOURCE_SCAN)
+			src->name = source_name(es, src->plan->plan);
+	}
+	apply_source_list(es, eddy_source_rates, false);
+	apply_source_list(es, eddy_source_delays, true);
+	for (i = 0; i < es->nsources; i++)
+		if (es->sources[i].delay_ms > 0)
+			es->delayed = true;
+}
+
+/*
+ * The next source to read: the schedule's choice among the scanned
+ * sources that are not exhausted and not held back, or -1 when every
+ * source is exhausted.  When all that are left are held back, wait on the
+ * latch until the first is due.
+ */
+int
+EddyScheduleNext(EddyState *es)
+{
+	for (;;)
+	{
+		TimestampTz now = 0;
+		double		wait_ms = -1;
+		int			best = -1;
+		double		best_share = 0;
+		int			k;
+
+		if (es->delayed)
+		{
+			now = GetCurrentTimestamp();
+			if (es->start_time == 0)
+				es->start_time = now;
+		}
+		for (k = 0; k < es->nsources; k++)
+		{
+			int			i = es->source_order[k];
+			EddySource *src = &es->sources[i];
+			double		share;
+
+			if (src->method != EDDY_SOURCE_SCAN || src->exhausted)
+				continue;
+			if (src->delay_ms > 0)
+			{
+				double		elapsed = (double) (now - es->start_time) / 1000.0;
+
+				if (elapsed < src->delay_ms)
+				{
+					double		left = src->delay_ms - elapsed;
+
+					if (wait_ms < 0 || left < wait_ms)
+						wait_ms = left;
+					continue;
+				}
+			}
+			if (es->schedule == EDDY_SCHEDULE_BUILD)
+				return i;		/* the first ready one in build order */
+			share = (double) (src->nread + 1) /
+				(Max(src->est_rows, 1.0) * src->rate);
+			if (best < 0 || share < best_share)
+			{
+				best = i;
+				best_share = share;
+			}
+		}
+		if (best >= 0)
+			return best;
+		if (wait_ms < 0)
+			return -1;			/* every source is exhausted */
+
+		/* every source left is held back: sleep until the first is due */
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 (long) ceil(Max(wait_ms, 1.0)), PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+	}
+}
