@@ -13,9 +13,14 @@
  * TelegraphCQ.
  *
  * Files: init.c (module load), guc.c (settings), delay.c (the delay() SQL
- * function), planner.c (hooks and eligibility), plan.c (CustomPath ->
- * CustomScan), exec.c (the executor node and EXPLAIN), routing.c (routing
- * tables and policies), mod_selection.c (selection operators).
+ * function), planner.c (hooks and eligibility), clauses.c (clause helpers
+ * shared by the planner-side files: security levels, PostgreSQL's qual
+ * order, selection candidates, may-raise), plan.c (selection eddies:
+ * CustomPath -> CustomScan), plan_join.c (join eddies), private.h (the
+ * custom_private layout, the planner's contract with the executor), exec.c
+ * (the executor node and EXPLAIN), join.c (the executor of join eddies),
+ * routing.c (routing tables and policies), mod_selection.c (selection
+ * operators), stair.c (STAIRs), shj.c (the static symmetric hash join).
  *
  *-------------------------------------------------------------------------
  */
@@ -101,20 +106,6 @@ extern const char *EddyPolicyName(EddyRoutingPolicy policy);
 /* planner.c */
 extern void EddyPlannerInit(void);
 extern bool EddyExtensionCreated(void);
-extern int	EddyUserSecurityLevel(List *clauses);
-extern List *EddyOrderQualClauses(PlannerInfo *root, List *clauses);
-extern bool EddyClauseIsCandidate(PlannerInfo *root, RestrictInfo *rinfo,
-								  int user_level);
-
-/* plan.c */
-extern Path *EddyCreatePath(PlannerInfo *root, RelOptInfo *rel, Path *child,
-							PathTarget *source_target);
-extern List *EddyRouteScanQuals(PlannerInfo *root, List *ordered, Plan *source,
-								int max_routed);
-
-/* plan_join.c */
-extern Path *EddyCreateJoinPath(PlannerInfo *root, RelOptInfo *joinrel,
-								List *initial_rels);
 
 /* exec.c */
 extern void EddyExecInit(void);
@@ -240,7 +231,6 @@ EddyRoute(EddyRouter *router, uint32 done)
 }
 
 /* mod_selection.c */
-extern bool EddyExprMayRaise(Node *expr);
 extern void EddySelectionInit(EddyOperator *op, Expr *expr, uint32 prereq,
 							  double est_sel, double est_cost,
 							  PlanState *parent);

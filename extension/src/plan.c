@@ -42,6 +42,9 @@
 #include "optimizer/planmain.h"
 #include "optimizer/restrictinfo.h"
 
+#include "clauses.h"
+#include "plan.h"
+
 static Plan *eddy_plan_custom_path(PlannerInfo *root, RelOptInfo *rel,
 								   CustomPath *best_path, List *tlist,
 								   List *clauses, List *custom_plans);
@@ -89,50 +92,6 @@ EddyCreatePath(PlannerInfo *root, RelOptInfo *rel, Path *child,
 	return &cpath->path;
 }
 
-/* The scan plan under a gating Result, if any: the node with the Filter. */
-static Plan *
-eddy_source_scan(Plan *plan)
-{
-	if (IsA(plan, Result) && plan->lefttree != NULL)
-		return plan->lefttree;
-	return plan;
-}
-
-/*
- * The restriction clauses the eddy routes over a source scan, given in
- * PostgreSQL's evaluation order: the longest suffix of selection candidates
- * that the scan still evaluates as a filter, at most max_routed of them.
- * They are removed from the scan's filter, which keeps the prefix.
- * Pseudoconstant clauses are not in the filter (a gating Result tests them
- * once), so they neither end nor join the suffix.  Shared by selection and
- * join eddies.
- */
-List *
-EddyRouteScanQuals(PlannerInfo *root, List *ordered, Plan *source, int max_routed)
-{
-	Plan	   *scan = eddy_source_scan(source);
-	int			user_level = EddyUserSecurityLevel(ordered);
-	List	   *routed = NIL;
-	ListCell   *lc;
-	int			i;
-
-	for (i = list_length(ordered) - 1; i >= 0; i--)
-	{
-		RestrictInfo *rinfo = list_nth_node(RestrictInfo, ordered, i);
-
-		if (rinfo->pseudoconstant)
-			continue;
-		if (!EddyClauseIsCandidate(root, rinfo, user_level) ||
-			!list_member(scan->qual, rinfo->clause) ||
-			list_length(routed) >= max_routed)
-			break;
-		routed = lcons(rinfo, routed);
-	}
-	foreach(lc, routed)
-		scan->qual = list_delete(scan->qual, lfirst_node(RestrictInfo, lc)->clause);
-	return routed;
-}
-
 static Plan *
 eddy_plan_custom_path(PlannerInfo *root, RelOptInfo *rel,
 					  CustomPath *best_path, List *tlist,
@@ -140,7 +99,7 @@ eddy_plan_custom_path(PlannerInfo *root, RelOptInfo *rel,
 {
 	CustomScan *cscan = makeNode(CustomScan);
 	Plan	   *source = linitial(custom_plans);
-	Plan	   *scan = eddy_source_scan(source);
+	Plan	   *scan = EddySourceScan(source);
 	List	   *routed_rinfos;
 	List	   *prereqs = NIL;
 	List	   *est_sel = NIL;

@@ -35,7 +35,7 @@
  *	   selections too, chosen as in selection eddies (the suffix of
  *	   PostgreSQL's order, plan.c); all restriction clauses of a relation
  *	   reached through an index are selections, since nothing scans it.
- *	 - A selection that may raise an error (mod_selection.c) over several
+ *	 - A selection that may raise an error (clauses.c) over several
  *	   relations runs last, on complete tuples only: PostgreSQL evaluates it
  *	   at some join, on a superset of those tuples, so this can raise no
  *	   error PostgreSQL would not.  One over a single relation waits for the
@@ -71,6 +71,9 @@
 #include "optimizer/tlist.h"
 #include "parser/parsetree.h"
 #include "utils/lsyscache.h"
+
+#include "clauses.h"
+#include "plan.h"
 
 /* A candidate join edge between two relations of the block */
 typedef struct JoinEdge
