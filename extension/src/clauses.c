@@ -71,7 +71,9 @@ EddyUserSecurityLevel(List *clauses)
 /*
  * The clauses in the order PostgreSQL evaluates them (createplan.c's
  * order_qual_clauses, which is static): by security level, a leakproof
- * clause counting as level 0, then by cost; stable.
+ * clause cheaper than 10 x cpu_operator_cost counting as level 0, then by
+ * cost; stable.  RestrictInfos and bare clauses alike (a bare clause is at
+ * level 0), as there.  Returns a new list.
  */
 List *
 EddyOrderQualClauses(PlannerInfo *root, List *clauses)
@@ -104,7 +106,15 @@ EddyOrderQualClauses(PlannerInfo *root, List *clauses)
 		{
 			RestrictInfo *rinfo = (RestrictInfo *) clause;
 
-			items[i].security_level = rinfo->leakproof ? 0 : rinfo->security_level;
+			/*
+			 * A leakproof clause need not wait for its nominal level; when it
+			 * is also cheap, PostgreSQL runs it at level 0, ahead of the
+			 * more expensive quals of lower levels.
+			 */
+			if (rinfo->leakproof && items[i].cost < 10 * cpu_operator_cost)
+				items[i].security_level = 0;
+			else
+				items[i].security_level = rinfo->security_level;
 		}
 		else
 			items[i].security_level = 0;
