@@ -269,57 +269,6 @@ EddySelectionEval(EddyOperator *op, ExprContext *econtext)
 /* Time the routing of one tuple in this many (and the first one) */
 #define EDDY_COST_SAMPLE_INTERVAL	128
 
-/*
- * custom_private of an Eddy CustomScan: a List indexed by these enums (the
- * postgres_fdw convention).  Every element survives copyObject: Integer,
- * Float and String nodes, and Lists of them (OIDs are stored as Integers).
- *
- * Selection eddies (one source, selections only; plan.c):
- *	 [EDDY_KIND_SELECTIONS, prerequisites, selectivities, costs], one element
- *	 per operator in each list, and custom_exprs holds the predicates.
- *
- * Join eddies (plan_join.c):
- *	 [EDDY_KIND_JOIN, sources, modules, source order].  Expressions (predicates, join keys,
- *	 join conditions for EXPLAIN) are in custom_exprs, referred to by index.
- *	 source:	[method, first column, columns, SCAN: child plan index |
- *				 INDEX: heap relation OID, heap attnos]
- *	 selection: [EDDY_MODULE_SELECTION, relations bitmap, prerequisite module
- *				 indexes, predicate expression index, planner cost (Float)]
- *	 join:		[EDDY_MODULE_HASH_JOIN or _INDEX_JOIN,
- *				 [side 0 relation, side 1 relation, side 0 bitmap, side 1 bitmap],
- *				 [operator OIDs (side 0 on the left), collation OIDs],
- *				 [side 0 key expression indexes, side 1 key expression indexes],
- *				 INDEX: [index OID, index columns, [access method name]] | NIL,
- *				 join condition expression index,
- *				 [side 0 unique, side 1 unique]: a probe into that side's STAIR
- *				 finds at most one match (one relation, unique index on the keys),
- *				 [side 0 rows, side 1 rows] (Float): estimates to size STAIRs]
- *	 An index join probes side 1's index with side 0's keys.
- */
-enum EddyPrivateIndex
-{
-	EddyPrivKind,
-	/* selection eddies */
-	EddyPrivPrerequisites,
-	EddyPrivEstSelectivity,
-	EddyPrivEstCost,
-	EddyPrivNumItems,
-	/* join eddies */
-	EddyPrivSources = 1,
-	EddyPrivModules = 2,
-	EddyPrivSourceOrder = 3		/* List of Integer: relations in reading order */
-};
-
-#define EDDY_KIND_SELECTIONS	0
-#define EDDY_KIND_JOIN			1
-
-#define EDDY_SOURCE_SCAN		0
-#define EDDY_SOURCE_INDEX		1
-
-#define EDDY_MODULE_SELECTION	0
-#define EDDY_MODULE_HASH_JOIN	1
-#define EDDY_MODULE_INDEX_JOIN	2
-
 /* join eddies: at most this many modules (done bitmaps are 64 bits) */
 #define EDDY_MAX_MODULES		64
 

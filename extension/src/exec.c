@@ -46,6 +46,8 @@
 #include "utils/builtins.h"
 #include "utils/ruleutils.h"
 
+#include "private.h"
+
 typedef struct EddyScanState
 {
 	CustomScanState css;		/* must be first */
@@ -102,25 +104,32 @@ eddy_begin(CustomScanState *node, EState *estate, int eflags)
 {
 	EddyScanState *state = (EddyScanState *) node;
 	CustomScan *cscan = (CustomScan *) node->ss.ps.plan;
-	List	   *prereqs;
-	List	   *est_sel;
-	List	   *est_cost;
-	int			nops = list_length(cscan->custom_exprs);
+	List	   *sources;
+	List	   *modules;
+	int			nops;
 	const TupleTableSlotOps *source_ops;
 	bool		source_ops_fixed;
+	bool		selections_only = true;
 	int			i;
+	ListCell   *lc;
 
-	if (intVal(linitial(cscan->custom_private)) == EDDY_KIND_JOIN)
+	/* private.h: a selection eddy has one source and selections only */
+	Assert(list_length(cscan->custom_private) == EddyPrivNumItems);
+	sources = list_nth(cscan->custom_private, EddyPrivSources);
+	modules = list_nth(cscan->custom_private, EddyPrivModules);
+	foreach(lc, modules)
+	{
+		if (intVal(list_nth((List *) lfirst(lc), EddySelKind)) != EDDY_MODULE_SELECTION)
+			selections_only = false;
+	}
+	if (list_length(sources) != 1 || !selections_only)
 	{
 		state->join = EddyJoinBegin(node, estate, eflags);
 		node->ss.ps.ExecProcNode = eddy_join_exec_node;
 		return;
 	}
-	Assert(list_length(cscan->custom_private) == EddyPrivNumItems);
+	nops = list_length(modules);
 	Assert(nops <= EDDY_MAX_SELECTIONS);
-	prereqs = list_nth(cscan->custom_private, EddyPrivPrerequisites);
-	est_sel = list_nth(cscan->custom_private, EddyPrivEstSelectivity);
-	est_cost = list_nth(cscan->custom_private, EddyPrivEstCost);
 
 	state->source = ExecInitNode(linitial(cscan->custom_plans), estate, eflags);
 	node->custom_ps = list_make1(state->source);
@@ -139,11 +148,19 @@ eddy_begin(CustomScanState *node, EState *estate, int eflags)
 	state->ops = palloc0(sizeof(EddyOperator) * Max(nops, 1));
 	for (i = 0; i < nops; i++)
 	{
+		List	   *md = list_nth(modules, i);
+		uint32		prereq = 0;
+		ListCell   *lc2;
+
+		Assert(list_length(md) == EddySelNumItems);
+		foreach(lc2, (List *) list_nth(md, EddySelPrereqs))
+			prereq |= 1u << intVal(lfirst(lc2));
 		EddySelectionInit(&state->ops[i],
-						  list_nth(cscan->custom_exprs, i),
-						  (uint32) intVal(list_nth(prereqs, i)),
-						  floatVal(list_nth(est_sel, i)),
-						  floatVal(list_nth(est_cost, i)),
+						  list_nth(cscan->custom_exprs,
+								   intVal(list_nth(md, EddySelExpr))),
+						  prereq,
+						  floatVal(list_nth(md, EddySelEstSelectivity)),
+						  floatVal(list_nth(md, EddySelEstCost)),
 						  &node->ss.ps);
 		state->deform_natts = Max(state->deform_natts,
 								  EddySelectionMaxAttno(&state->ops[i]));

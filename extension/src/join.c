@@ -82,6 +82,8 @@
 #include "utils/rel.h"
 #include "utils/ruleutils.h"
 
+#include "private.h"
+
 #define EDDY_STATS_HALFLIFE_TUPLES	1000.0
 #define EDDY_ROUTE_OUT		(-1)
 
@@ -504,7 +506,7 @@ init_key_side(EddyJoinState *js, JModule *m, int side, List *exprs_idx,
 	m->hslot[side] = -1;
 	foreach(lc, exprs_idx)
 	{
-		Expr	   *e = list_nth(custom_exprs, lfirst_int(lc));
+		Expr	   *e = list_nth(custom_exprs, intVal(lfirst(lc)));
 		Var		   *var = (Var *) e;
 
 		get_typlenbyval(exprType((Node *) e), &m->keylen[side][k], &m->keybyval[side][k]);
@@ -593,20 +595,19 @@ init_hash_slots(EddyJoinState *js)
 }
 
 static void
-init_index_join(EddyJoinState *js, JModule *m, List *opnos, List *indexinfo)
+init_index_join(EddyJoinState *js, JModule *m, List *opnos, Oid indexoid, List *cols)
 {
 	JSource    *inner = &js->sources[m->rel[1]];
-	List	   *cols = lsecond(indexinfo);
 	int			k;
 
-	m->indexoid = (Oid) intVal(linitial(indexinfo));
+	m->indexoid = indexoid;
 	m->index = index_open(m->indexoid, AccessShareLock);
 	m->skeys = palloc0(sizeof(ScanKeyData) * Max(m->nkeys, 1));
 	for (k = 0; k < m->nkeys; k++)
 	{
 		/* the plan orients operators side 0 (outer) on the left: commute */
 		Oid			opno = get_commutator((Oid) intVal(list_nth(opnos, k)));
-		int			col = list_nth_int(cols, k);
+		int			col = intVal(list_nth(cols, k));
 		Oid			opfamily = m->index->rd_opfamily[col - 1];
 		int			strategy;
 		Oid			lefttype;
@@ -683,9 +684,10 @@ EddyJoinBegin(CustomScanState *node, EState *estate, int eflags)
 		JSource    *src = &js->sources[i];
 		int			c;
 
-		src->method = intVal(linitial(s));
-		src->first_col = intVal(lsecond(s));
-		src->ncols = intVal(lthird(s));
+		Assert(list_length(s) == EddySourceNumItems);
+		src->method = intVal(list_nth(s, EddySourceMethodItem));
+		src->first_col = intVal(list_nth(s, EddySourceFirstCol));
+		src->ncols = intVal(list_nth(s, EddySourceNumCols));
 		src->typlen = palloc(sizeof(int16) * Max(src->ncols, 1));
 		src->typbyval = palloc(sizeof(bool) * Max(src->ncols, 1));
 		src->byval_only = true;
@@ -700,23 +702,24 @@ EddyJoinBegin(CustomScanState *node, EState *estate, int eflags)
 		}
 		if (src->method == EDDY_SOURCE_SCAN)
 		{
-			Plan	   *child = list_nth(cscan->custom_plans, intVal(lfourth(s)));
+			Plan	   *child = list_nth(cscan->custom_plans,
+											 intVal(list_nth(s, EddySourcePlan)));
 
 			src->plan = ExecInitNode(child, estate, eflags);
 			child_states = lappend(child_states, src->plan);
 		}
 		else
 		{
-			List	   *attnos = list_nth(s, 4);
+			List	   *attnos = list_nth(s, EddySourceHeapAttnos);
 			int			k = 0;
 			ListCell   *lc2;
 
-			src->heapoid = (Oid) intVal(lfourth(s));
+			src->heapoid = (Oid) intVal(list_nth(s, EddySourceHeapOid));
 			src->heap = table_open(src->heapoid, AccessShareLock);
 			src->attnos = palloc(sizeof(AttrNumber) * Max(src->ncols, 1));
 			foreach(lc2, attnos)
 			{
-				src->attnos[k] = lfirst_int(lc2);
+				src->attnos[k] = intVal(lfirst(lc2));
 				src->max_attno = Max(src->max_attno, src->attnos[k]);
 				k++;
 			}
@@ -742,47 +745,54 @@ EddyJoinBegin(CustomScanState *node, EState *estate, int eflags)
 		List	   *md = lfirst(lc);
 		JModule    *m = &js->modules[i];
 
-		m->type = intVal(linitial(md));
+		/* the kind is the first item of every module description */
+		StaticAssertStmt(EddySelKind == 0 && EddyJoinKind == 0,
+						 "module kind must come first");
+		m->type = intVal(list_nth(md, EddySelKind));
 		if (m->type == EDDY_MODULE_SELECTION)
 		{
 			ListCell   *lc2;
 
-			m->rels = (uint32) intVal(lsecond(md));
-			foreach(lc2, (List *) lthird(md))
-				m->prereq |= UINT64CONST(1) << lfirst_int(lc2);
-			m->expr = list_nth(cscan->custom_exprs, intVal(lfourth(md)));
+			Assert(list_length(md) == EddySelNumItems);
+			m->rels = (uint32) intVal(list_nth(md, EddySelSources));
+			foreach(lc2, (List *) list_nth(md, EddySelPrereqs))
+				m->prereq |= UINT64CONST(1) << intVal(lfirst(lc2));
+			m->expr = list_nth(cscan->custom_exprs, intVal(list_nth(md, EddySelExpr)));
 			m->qual = ExecInitQual(list_make1(m->expr), &node->ss.ps);
-			m->est_cost_ns = floatVal(list_nth(md, 4)) * 4000.0;
+			m->est_cost_ns = floatVal(list_nth(md, EddySelEstCost)) * 4000.0;
 			m->label = "Selection";
 		}
 		else
 		{
-			List	   *ends = lsecond(md);
-			List	   *ops = lthird(md);
-			List	   *keys = lfourth(md);
-			List	   *indexinfo = list_nth(md, 4);
+			List	   *ends = list_nth(md, EddyJoinEnds);
+			List	   *sides = list_nth(md, EddyJoinSides);
+			List	   *ops = list_nth(md, EddyJoinOperators);
+			List	   *uniq = list_nth(md, EddyJoinUnique);
 
+			Assert(list_length(md) == EddyJoinNumItems);
 			m->rel[0] = intVal(linitial(ends));
 			m->rel[1] = intVal(lsecond(ends));
-			m->side[0] = (uint32) intVal(lthird(ends));
-			m->side[1] = (uint32) intVal(lfourth(ends));
-			m->nkeys = list_length(linitial(ops));
+			m->side[0] = (uint32) intVal(linitial(sides));
+			m->side[1] = (uint32) intVal(lsecond(sides));
+			m->nkeys = list_length(ops);
 			{
 				List	   *opnos = NIL;
 				List	   *colls = NIL;
 				ListCell   *lc2;
 
-				foreach(lc2, (List *) linitial(ops))
+				foreach(lc2, ops)
 					opnos = lappend_oid(opnos, (Oid) intVal(lfirst(lc2)));
-				foreach(lc2, (List *) lsecond(ops))
+				foreach(lc2, (List *) list_nth(md, EddyJoinCollations))
 					colls = lappend_oid(colls, (Oid) intVal(lfirst(lc2)));
 				StairJoinKeysInit(&m->keys, opnos, colls);
 			}
-			init_key_side(js, m, 0, linitial(keys), cscan->custom_exprs, &node->ss.ps);
-			init_key_side(js, m, 1, lsecond(keys), cscan->custom_exprs, &node->ss.ps);
-			m->expr = list_nth(cscan->custom_exprs, intVal(list_nth(md, 5)));
-			m->unique[0] = intVal(linitial((List *) list_nth(md, 6))) != 0;
-			m->unique[1] = intVal(lsecond((List *) list_nth(md, 6))) != 0;
+			init_key_side(js, m, 0, list_nth(md, EddyJoinKeys0), cscan->custom_exprs,
+						  &node->ss.ps);
+			init_key_side(js, m, 1, list_nth(md, EddyJoinKeys1), cscan->custom_exprs,
+						  &node->ss.ps);
+			m->expr = list_nth(cscan->custom_exprs, intVal(list_nth(md, EddyJoinCondition)));
+			m->unique[0] = intVal(linitial(uniq)) != 0;
+			m->unique[1] = intVal(lsecond(uniq)) != 0;
 			if (m->type == EDDY_MODULE_HASH_JOIN)
 			{
 				MemoryContext old = MemoryContextSwitchTo(estate->es_query_cxt);
@@ -794,15 +804,17 @@ EddyJoinBegin(CustomScanState *node, EState *estate, int eflags)
 				if (m->unique[1])
 					StairSetUnique(m->stair[1]);
 				/* size the bucket arrays from the planner's estimates */
-				m->est_rows[0] = floatVal(linitial((List *) list_nth(md, 7)));
-				m->est_rows[1] = floatVal(lsecond((List *) list_nth(md, 7)));
+				m->est_rows[0] = floatVal(linitial((List *) list_nth(md, EddyJoinEstRows)));
+				m->est_rows[1] = floatVal(lsecond((List *) list_nth(md, EddyJoinEstRows)));
 				MemoryContextSwitchTo(old);
 				m->label = "Hash Join";
 				nstairs += 2;
 			}
 			else
 			{
-				init_index_join(js, m, linitial(ops), indexinfo);
+				init_index_join(js, m, ops,
+								(Oid) intVal(list_nth(md, EddyJoinIndexOid)),
+								list_nth(md, EddyJoinIndexCols));
 				m->label = "Index Join";
 			}
 		}
@@ -1652,7 +1664,7 @@ explain_keys(JModule *m, int side, List *custom_exprs, List *key_idx,
 		if (buf.len > 1)
 			appendStringInfoString(&buf, ", ");
 		appendStringInfoString(&buf,
-							   deparse_expression(list_nth(custom_exprs, lfirst_int(lc)),
+							   deparse_expression(list_nth(custom_exprs, intVal(lfirst(lc))),
 												  context, useprefix, false));
 	}
 	if (list_length(key_idx) != 1)
@@ -1688,12 +1700,13 @@ EddyJoinExplain(EddyJoinState *js, List *ancestors, ExplainState *es)
 
 		if (m->type != EDDY_MODULE_SELECTION)
 		{
-			List	   *keys = lfourth((List *) list_nth(modules, i));
+			List	   *md = list_nth(modules, i);
 			int			side;
 
 			for (side = 0; side < 2; side++)
 				stair_keys[side] = m->nkeys > 0 ?
-					explain_keys(m, side, cscan->custom_exprs, list_nth(keys, side),
+					explain_keys(m, side, cscan->custom_exprs,
+								 list_nth(md, side == 0 ? EddyJoinKeys0 : EddyJoinKeys1),
 								 context, useprefix) :
 					psprintf("relation %d", m->rel[side] + 1);
 		}

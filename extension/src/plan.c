@@ -22,13 +22,20 @@
  * one exception: a predicate that may raise an error (EddyExprMayRaise)
  * must not run before the predicates PostgreSQL evaluated ahead of it,
  * since one of them may guard it (x <> 0 AND 10 / x > 1).  Those
- * constraints travel as a prerequisite bitmap per operator.
+ * constraints travel as a list of prerequisite modules per operator.
  *
  * The CustomScan has scanrelid 0 and custom_scan_tlist equal to the
  * source's target list, so the routed predicates (custom_exprs) and the
  * output target list are rewritten by setrefs into INDEX_VAR references to
  * the source's output columns: the eddy evaluates them directly on the
  * tuples its source returns, with no copy.
+ *
+ * custom_private is the layout of every eddy (private.h): one
+ * EDDY_SOURCE_SCAN source whose column range is the whole
+ * custom_scan_tlist, one selection module per routed predicate (reading
+ * source 0, in PostgreSQL's order), and the reading order [0].
+ * EddyPrivateList and EddySelectionPrivate build those lists for
+ * plan_join.c too.
  *
  *-------------------------------------------------------------------------
  */
@@ -44,6 +51,7 @@
 
 #include "clauses.h"
 #include "plan.h"
+#include "private.h"
 
 static Plan *eddy_plan_custom_path(PlannerInfo *root, RelOptInfo *rel,
 								   CustomPath *best_path, List *tlist,
@@ -92,6 +100,77 @@ EddyCreatePath(PlannerInfo *root, RelOptInfo *rel, Path *child,
 	return &cpath->path;
 }
 
+/*
+ * A custom_private description (private.h): a List of exactly nitems
+ * elements, items[0 .. nitems - 1] in enum order (a NULL item is NIL).
+ * Shared with plan_join.c.
+ */
+List *
+EddyPrivateList(Node **items, int nitems)
+{
+	List	   *result = NIL;
+	int			i;
+
+	for (i = 0; i < nitems; i++)
+		result = lappend(result, items[i]);
+	Assert(list_length(result) == nitems);
+	return result;
+}
+
+/* A List of Integer nodes (private.h) from an integer List */
+List *
+EddyPrivateIntegers(List *ints)
+{
+	List	   *result = NIL;
+	ListCell   *lc;
+
+	foreach(lc, ints)
+		result = lappend(result, makeInteger(lfirst_int(lc)));
+	return result;
+}
+
+/* An OID as an Integer, as private.h stores them */
+Node *
+EddyPrivateOid(Oid oid)
+{
+	return (Node *) makeInteger((int) oid);
+}
+
+/* A selection module's description (private.h); prereqs is an integer List */
+List *
+EddySelectionPrivate(uint32 sources, List *prereqs, int expr_index,
+					 Selectivity est_sel, Cost est_cost)
+{
+	Node	   *items[EddySelNumItems];
+
+	items[EddySelKind] = (Node *) makeInteger(EDDY_MODULE_SELECTION);
+	items[EddySelSources] = (Node *) makeInteger((int) sources);
+	items[EddySelPrereqs] = (Node *) EddyPrivateIntegers(prereqs);
+	items[EddySelExpr] = (Node *) makeInteger(expr_index);
+	items[EddySelEstSelectivity] = (Node *) makeFloat(psprintf("%.6g", est_sel));
+	items[EddySelEstCost] = (Node *) makeFloat(psprintf("%.6g", est_cost));
+	return EddyPrivateList(items, EddySelNumItems);
+}
+
+/*
+ * The one source of a selection eddy (private.h): a scan whose whole
+ * target list is the eddy's custom_scan_tlist.
+ */
+static List *
+scan_source_private(Plan *source)
+{
+	Node	   *items[EddySourceNumItems];
+
+	items[EddySourceMethodItem] = (Node *) makeInteger(EDDY_SOURCE_SCAN);
+	items[EddySourceFirstCol] = (Node *) makeInteger(0);
+	items[EddySourceNumCols] = (Node *) makeInteger(list_length(source->targetlist));
+	items[EddySourcePlan] = (Node *) makeInteger(0);
+	items[EddySourceHeapOid] = EddyPrivateOid(InvalidOid);
+	items[EddySourceHeapAttnos] = (Node *) NIL;
+	items[EddySourceEstRows] = (Node *) makeFloat(psprintf("%.0f", source->plan_rows));
+	return EddyPrivateList(items, EddySourceNumItems);
+}
+
 static Plan *
 eddy_plan_custom_path(PlannerInfo *root, RelOptInfo *rel,
 					  CustomPath *best_path, List *tlist,
@@ -101,10 +180,9 @@ eddy_plan_custom_path(PlannerInfo *root, RelOptInfo *rel,
 	Plan	   *source = linitial(custom_plans);
 	Plan	   *scan = EddySourceScan(source);
 	List	   *routed_rinfos;
-	List	   *prereqs = NIL;
-	List	   *est_sel = NIL;
-	List	   *est_cost = NIL;
+	List	   *modules = NIL;
 	List	   *exprs = NIL;
+	Node	   *priv[EddyPrivNumItems];
 	double		passed = 1.0;
 	int			nops;
 	ListCell   *lc;
@@ -118,18 +196,23 @@ eddy_plan_custom_path(PlannerInfo *root, RelOptInfo *rel,
 		RestrictInfo *rinfo = lfirst_node(RestrictInfo, lc);
 		QualCost	cost;
 		Selectivity sel;
-		int			prereq = 0;
+		List	   *prereqs = NIL;
 
 		if (EddyExprMayRaise((Node *) rinfo->clause))
-			prereq = (1 << nops) - 1;	/* every operator PostgreSQL ran first */
+		{
+			int			j;
+
+			/* every operator PostgreSQL ran first */
+			for (j = 0; j < nops; j++)
+				prereqs = lappend_int(prereqs, j);
+		}
 		cost_qual_eval_node(&cost, (Node *) rinfo, root);
 		sel = clause_selectivity(root, (Node *) rinfo, 0, JOIN_INNER, NULL);
 
+		modules = lappend(modules,
+						  EddySelectionPrivate(1u << 0, prereqs, list_length(exprs),
+											   sel, cost.per_tuple + cost.startup));
 		exprs = lappend(exprs, rinfo->clause);
-		prereqs = lappend(prereqs, makeInteger(prereq));
-		est_sel = lappend(est_sel, makeFloat(psprintf("%.6g", sel)));
-		est_cost = lappend(est_cost,
-						   makeFloat(psprintf("%.6g", cost.per_tuple + cost.startup)));
 		passed *= sel;
 		nops++;
 	}
@@ -145,14 +228,17 @@ eddy_plan_custom_path(PlannerInfo *root, RelOptInfo *rel,
 			scan->plan_rows = source->plan_rows;
 	}
 
+	priv[EddyPrivSources] = (Node *) list_make1(scan_source_private(source));
+	priv[EddyPrivModules] = (Node *) modules;
+	priv[EddyPrivSourceOrder] = (Node *) list_make1(makeInteger(0));
+
 	cscan->scan.plan.targetlist = tlist;
 	cscan->scan.plan.qual = NIL;
 	cscan->scan.scanrelid = 0;
 	cscan->flags = best_path->flags;
 	cscan->custom_plans = custom_plans;
 	cscan->custom_exprs = exprs;
-	cscan->custom_private = list_make4(makeInteger(EDDY_KIND_SELECTIONS),
-									   prereqs, est_sel, est_cost);
+	cscan->custom_private = EddyPrivateList(priv, EddyPrivNumItems);
 	cscan->custom_scan_tlist = copyObject(source->targetlist);
 	cscan->custom_relids = NULL;	/* set by the caller */
 	cscan->methods = &eddy_scan_methods;

@@ -17,6 +17,11 @@
 /* plan.c */
 extern Path *EddyCreatePath(PlannerInfo *root, RelOptInfo *rel, Path *child,
 							PathTarget *source_target);
+extern List *EddyPrivateList(Node **items, int nitems);
+extern List *EddyPrivateIntegers(List *ints);
+extern Node *EddyPrivateOid(Oid oid);
+extern List *EddySelectionPrivate(uint32 sources, List *prereqs, int expr_index,
+								  Selectivity est_sel, Cost est_cost);
 
 /* plan_join.c */
 extern Path *EddyCreateJoinPath(PlannerInfo *root, RelOptInfo *joinrel,

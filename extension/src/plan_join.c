@@ -50,7 +50,9 @@
  * references over that wide tuple.  Scanned relations' ranges are their
  * scans' target lists; an index-joined relation's range lists heap columns
  * fetched through the index.  custom_private describes sources and modules
- * with Integer and OID lists (enum EddyJoinPrivate in eddy.h).
+ * in the layout of every eddy (private.h): per module its kind, per join
+ * module its ends, sides, keys, uniqueness and the planner's estimates (the
+ * rows of its ends, the selectivity of its key clauses).
  *
  *-------------------------------------------------------------------------
  */
@@ -74,6 +76,7 @@
 
 #include "clauses.h"
 #include "plan.h"
+#include "private.h"
 
 /* A candidate join edge between two relations of the block */
 typedef struct JoinEdge
@@ -1035,10 +1038,21 @@ route_scan_quals(PlannerInfo *root, RelOptInfo *rel, Plan *source)
 							  source, EDDY_MAX_MODULES);
 }
 
-static Node *
-make_oid(Oid oid)
+/* A source description (private.h); attnos is an integer List */
+static List *
+source_private(EddySourceMethod method, int first_col, int ncols, int plan,
+			   Oid heapoid, List *attnos, double rows)
 {
-	return (Node *) makeInteger((int) oid);
+	Node	   *items[EddySourceNumItems];
+
+	items[EddySourceMethodItem] = (Node *) makeInteger(method);
+	items[EddySourceFirstCol] = (Node *) makeInteger(first_col);
+	items[EddySourceNumCols] = (Node *) makeInteger(ncols);
+	items[EddySourcePlan] = (Node *) makeInteger(plan);
+	items[EddySourceHeapOid] = EddyPrivateOid(heapoid);
+	items[EddySourceHeapAttnos] = (Node *) EddyPrivateIntegers(attnos);
+	items[EddySourceEstRows] = (Node *) makeFloat(psprintf("%.0f", rows));
+	return EddyPrivateList(items, EddySourceNumItems);
 }
 
 static Plan *
@@ -1098,10 +1112,8 @@ eddy_plan_join_path(PlannerInfo *root, RelOptInfo *joinrel,
 													 list_length(scan_tlist) + 1,
 													 NULL, false));
 			}
-			source = list_make4(makeInteger(EDDY_SOURCE_SCAN),
-								makeInteger(first_col[i]),
-								makeInteger(ncols),
-								makeInteger(plan_i));
+			source = source_private(EDDY_SOURCE_SCAN, first_col[i], ncols, plan_i,
+									InvalidOid, NIL, rel->rows);
 			plan_i++;
 		}
 		else
@@ -1119,11 +1131,8 @@ eddy_plan_join_path(PlannerInfo *root, RelOptInfo *joinrel,
 													 NULL, false));
 			}
 			ncols = list_length(attnos);
-			source = list_make5(makeInteger(EDDY_SOURCE_INDEX),
-								makeInteger(first_col[i]),
-								makeInteger(ncols),
-								make_oid(rte->relid),
-								attnos);
+			source = source_private(EDDY_SOURCE_INDEX, first_col[i], ncols, -1,
+									rte->relid, attnos, rel->rows);
 		}
 		sources = lappend(sources, source);
 	}
@@ -1179,11 +1188,11 @@ eddy_plan_join_path(PlannerInfo *root, RelOptInfo *joinrel,
 		}
 		cost_qual_eval_node(&cost, (Node *) rinfo, root);
 		modules = lappend(modules,
-						  list_make5(makeInteger(EDDY_MODULE_SELECTION),
-									 makeInteger((int) (complete_only ? all_rels : rels)),
-									 prereq,
-									 makeInteger(list_length(exprs)),
-									 makeFloat(psprintf("%.6g", cost.per_tuple + cost.startup))));
+						  EddySelectionPrivate(complete_only ? all_rels : rels, prereq,
+											   list_length(exprs),
+											   clause_selectivity(root, (Node *) rinfo, 0,
+																  JOIN_INNER, NULL),
+											   cost.per_tuple + cost.startup));
 		exprs = lappend(exprs, rinfo->clause);
 		i++;
 	}
@@ -1202,7 +1211,8 @@ eddy_plan_join_path(PlannerInfo *root, RelOptInfo *joinrel,
 		uint32		mask0 = 0;
 		uint32		mask1 = 0;
 		ListCell   *lc2;
-		List	   *module;
+		Node	   *items[EddyJoinNumItems];
+		bool		side_unique[2];
 
 		mask0 = tree_side(jp, e, side0);
 		mask1 = all_rels & ~mask0;
@@ -1216,25 +1226,25 @@ eddy_plan_join_path(PlannerInfo *root, RelOptInfo *joinrel,
 
 			if (!bms_is_member(relid0, rinfo->left_relids))
 				opno = get_commutator(opno);
-			opnos = lappend(opnos, make_oid(opno));
-			colls = lappend(colls, make_oid(op->inputcollid));
+			opnos = lappend(opnos, EddyPrivateOid(opno));
+			colls = lappend(colls, EddyPrivateOid(op->inputcollid));
 			keys0 = lappend_int(keys0, list_length(exprs));
 			exprs = lappend(exprs, clause_side(rinfo, relid0));
 			keys1 = lappend_int(keys1, list_length(exprs));
 			exprs = lappend(exprs, clause_side(rinfo, jp->rels[side1]->relid));
 		}
-		module = list_make5(makeInteger(e->index_into >= 0 ? EDDY_MODULE_INDEX_JOIN : EDDY_MODULE_HASH_JOIN),
-							list_make4(makeInteger(side0), makeInteger(side1),
-									   makeInteger((int) mask0), makeInteger((int) mask1)),
-							list_make2(opnos, colls),
-							list_make2(keys0, keys1),
-							e->index_into >= 0 ?
-							list_make3(make_oid(e->index->indexoid),
-									   e->index_cols,
-									   list_make1(makeString(pstrdup(e->index->relam == BTREE_AM_OID ? "btree" : "hash")))) :
-							NIL);
+		items[EddyJoinKind] = (Node *) makeInteger(e->index_into >= 0 ?
+												   EDDY_MODULE_INDEX_JOIN :
+												   EDDY_MODULE_HASH_JOIN);
+		items[EddyJoinEnds] = (Node *) list_make2(makeInteger(side0), makeInteger(side1));
+		items[EddyJoinSides] = (Node *) list_make2(makeInteger((int) mask0),
+												   makeInteger((int) mask1));
+		items[EddyJoinOperators] = (Node *) opnos;
+		items[EddyJoinCollations] = (Node *) colls;
+		items[EddyJoinKeys0] = (Node *) EddyPrivateIntegers(keys0);
+		items[EddyJoinKeys1] = (Node *) EddyPrivateIntegers(keys1);
 		/* the join condition, for EXPLAIN */
-		module = lappend(module, makeInteger(list_length(exprs)));
+		items[EddyJoinCondition] = (Node *) makeInteger(list_length(exprs));
 
 		/*
 		 * Does a probe into side s's STAIR find at most one match?  When
@@ -1242,7 +1252,6 @@ eddy_plan_join_path(PlannerInfo *root, RelOptInfo *joinrel,
 		 * a tuple of the other side that found its match needs no storing.
 		 */
 		{
-			List	   *uniq = NIL;
 			int			s;
 
 			for (s = 0; s < 2; s++)
@@ -1289,17 +1298,26 @@ eddy_plan_join_path(PlannerInfo *root, RelOptInfo *joinrel,
 						jp->rels[rel]->baserestrictinfo = saved;
 					}
 				}
-				uniq = lappend(uniq, makeInteger(unique ? 1 : 0));
+				side_unique[s] = unique;
 			}
-			module = lappend(module, uniq);
 		}
+		items[EddyJoinUnique] = (Node *) list_make2(makeInteger(side_unique[0] ? 1 : 0),
+													makeInteger(side_unique[1] ? 1 : 0));
 		/* estimated tuples per side, to size the STAIRs */
-		module = lappend(module,
-						 list_make2(makeFloat(psprintf("%.0f", jp->rels[side0]->rows)),
-									makeFloat(psprintf("%.0f", jp->rels[side1]->rows))));
+		items[EddyJoinEstRows] =
+			(Node *) list_make2(makeFloat(psprintf("%.0f", jp->rels[side0]->rows)),
+								makeFloat(psprintf("%.0f", jp->rels[side1]->rows)));
+		items[EddyJoinEstSelectivity] =
+			(Node *) makeFloat(psprintf("%.6g",
+										clauselist_selectivity(root, keyclauses, 0,
+															   JOIN_INNER, NULL)));
+		items[EddyJoinIndexOid] = EddyPrivateOid(e->index_into >= 0 ?
+												 e->index->indexoid : InvalidOid);
+		items[EddyJoinIndexCols] = (Node *) (e->index_into >= 0 ?
+											 EddyPrivateIntegers(e->index_cols) : NIL);
 		exprs = lappend(exprs, keyclauses == NIL ? (Expr *) makeBoolConst(true, false) :
 						make_ands_explicit(extract_actual_clauses(keyclauses, false)));
-		modules = lappend(modules, module);
+		modules = lappend(modules, EddyPrivateList(items, EddyJoinNumItems));
 	}
 
 	cscan->scan.plan.targetlist = tlist;
@@ -1325,10 +1343,11 @@ eddy_plan_join_path(PlannerInfo *root, RelOptInfo *joinrel,
 			List	   *ends;
 			List	   *uniq;
 
-			if (intVal(linitial(md)) != EDDY_MODULE_HASH_JOIN)
+			if (intVal(list_nth(md, EddyJoinKind)) != EDDY_MODULE_HASH_JOIN)
 				continue;
-			ends = lsecond(md);
-			uniq = list_nth(md, 6);
+			Assert(list_length(md) == EddyJoinNumItems);
+			ends = list_nth(md, EddyJoinEnds);
+			uniq = list_nth(md, EddyJoinUnique);
 			if (intVal(lsecond(uniq)))
 				unique_edges[intVal(linitial(ends))]++;
 			if (intVal(linitial(uniq)))
@@ -1355,8 +1374,14 @@ eddy_plan_join_path(PlannerInfo *root, RelOptInfo *joinrel,
 					order = lappend(order, makeInteger(r));
 			}
 		}
-		cscan->custom_private = list_make4(makeInteger(EDDY_KIND_JOIN), sources, modules,
-										   order);
+		{
+			Node	   *priv[EddyPrivNumItems];
+
+			priv[EddyPrivSources] = (Node *) sources;
+			priv[EddyPrivModules] = (Node *) modules;
+			priv[EddyPrivSourceOrder] = (Node *) order;
+			cscan->custom_private = EddyPrivateList(priv, EddyPrivNumItems);
+		}
 	}
 	cscan->custom_scan_tlist = scan_tlist;
 	cscan->methods = &eddy_scan_methods;
