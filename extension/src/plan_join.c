@@ -44,6 +44,19 @@
  * A relation is the inner side of at most one index join; relations that
  * no index join reaches are scanned.  A tree always has at least one.
  *
+ * EddyCreateJoinPath runs in phases: collect the clauses and PostgreSQL's
+ * build order; classify the clauses into candidate edges and selections;
+ * mark PostgreSQL's index nested loops; choose the spanning tree; index
+ * joins (join_method = index); which relations are scanned; then the
+ * checks (module count, columns per relation and the path that scans
+ * each, estimated join state).  Any of them may still give up, so none
+ * touches PostgreSQL's paths: only once the eddy is certain do the chosen
+ * scan paths get the eddy's target lists (make_join_path), and a block that
+ * falls back keeps its vanilla plan exactly as PostgreSQL made it.
+ * eddy_plan_join_path makes, in order: the sources and their column
+ * ranges, the selection modules with their prerequisites, the join modules
+ * with their uniqueness, and the order in which to read the sources.
+ *
  * The CustomScan has scanrelid 0 and a custom_scan_tlist made of one
  * column range per relation (what the block needs above it, and what the
  * modules read), so setrefs rewrites every expression into INDEX_VAR
