@@ -14,7 +14,9 @@
  * Hellerstein (VLDB 2004).
  *
  * Files: init.c (module load), guc.c (settings), delay.c (the delay() SQL
- * function), planner.c (hooks and eligibility), plan.c and plan_join.c
+ * function), planner.c (hooks and eligibility), clauses.c (clause helpers
+ * shared by the planner-side files: security levels, PostgreSQL's qual
+ * order, selection candidates, may-raise), plan.c and plan_join.c
  * (CustomPath -> CustomScan; private.h: the custom_private layout), exec.c
  * (the one executor: sources and the main loop; exec.h: its types),
  * routing.c (routing tables and policies), mod_selection.c, mod_hashjoin.c,
@@ -115,23 +117,6 @@ extern const char *EddyPolicyName(EddyRoutingPolicy policy);
 /* planner.c */
 extern void EddyPlannerInit(void);
 extern bool EddyExtensionCreated(void);
-extern int	EddyUserSecurityLevel(List *clauses);
-extern List *EddyOrderQualClauses(PlannerInfo *root, List *clauses);
-extern bool EddyClauseIsCandidate(PlannerInfo *root, RestrictInfo *rinfo,
-								  int user_level);
-
-/* plan.c */
-extern Path *EddyCreatePath(PlannerInfo *root, RelOptInfo *rel, Path *child,
-							PathTarget *source_target);
-extern List *EddyRouteScanQuals(PlannerInfo *root, List *ordered, Plan *source,
-								int max_routed);
-
-/* plan_join.c */
-extern Path *EddyCreateJoinPath(PlannerInfo *root, RelOptInfo *joinrel,
-								List *initial_rels);
-
-/* mod_selection.c (plan time) */
-extern bool EddyExprMayRaise(Node *expr);
 
 /* exec.c */
 extern void EddyExecInit(void);

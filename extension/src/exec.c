@@ -167,7 +167,7 @@ begin_sources(EddyState *es, List *descs, EState *estate, int eflags)
 			src->attnos = palloc(sizeof(AttrNumber) * Max(src->ncols, 1));
 			foreach(lc, (List *) list_nth(d, EddySourceHeapAttnos))
 			{
-				src->attnos[k] = lfirst_int(lc);
+				src->attnos[k] = intVal(lfirst(lc));
 				src->max_attno = Max(src->max_attno, src->attnos[k]);
 				k++;
 			}

@@ -77,7 +77,7 @@ EddyIndexJoinBegin(EddyState *es, List *desc, int index)
 	{
 		/* the plan orients operators end 0 (outer) on the left: commute */
 		Oid			opno = get_commutator((Oid) intVal(list_nth(opnos, k)));
-		int			col = list_nth_int(cols, k);
+		int			col = intVal(list_nth(cols, k));
 		Oid			opfamily = ij->index->rd_opfamily[col - 1];
 		int			strategy;
 		Oid			lefttype;

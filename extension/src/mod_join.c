@@ -41,7 +41,7 @@ init_key_side(EddyState *es, EddyJoinSpec *ends, int side, List *exprs_idx)
 	ends->keyexprs[side] = NIL;
 	foreach(lc, exprs_idx)
 	{
-		Expr	   *e = list_nth(cscan->custom_exprs, lfirst_int(lc));
+		Expr	   *e = list_nth(cscan->custom_exprs, intVal(lfirst(lc)));
 		Var		   *var = (Var *) e;
 
 		ends->keyexprs[side] = lappend(ends->keyexprs[side], e);

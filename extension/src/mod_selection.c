@@ -15,144 +15,13 @@
  * eddy has no back-pressure to tell it which operators are slow); timing
  * every call would cost more than cheap predicates themselves.
  *
- * EddyExprMayRaise decides, at plan time, whether a predicate may raise an
- * error for some input, in which case the eddy never runs it before a
- * predicate PostgreSQL would have run first (that one may be its guard).
- * The test is conservative: only node types known to be error-free, and
- * functions and operators marked leakproof (a leakproof function must not
- * raise errors that depend on its arguments), are considered safe.
- * delay() is safe when its usecs argument is a constant of zero or more:
- * then it cannot fail.
- *
  *-------------------------------------------------------------------------
  */
 #include "exec.h"
 
-#include <time.h>
-
-#include "catalog/pg_language.h"
-#include "catalog/pg_proc.h"
 #include "nodes/nodeFuncs.h"
-#include "utils/builtins.h"
-#include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/ruleutils.h"
-#include "utils/syscache.h"
-
-/* Is funcid our delay(int, int), the C function eddy_delay of this module? */
-static bool
-eddy_is_delay_function(Oid funcid)
-{
-	HeapTuple	tuple;
-	bool		result = false;
-
-	tuple = SearchSysCache1(PROCOID, ObjectIdGetDatum(funcid));
-	if (HeapTupleIsValid(tuple))
-	{
-		Form_pg_proc proc = (Form_pg_proc) GETSTRUCT(tuple);
-
-		if (proc->prolang == ClanguageId && proc->pronargs == 2)
-		{
-			bool		isnull;
-			Datum		src = SysCacheGetAttr(PROCOID, tuple,
-											  Anum_pg_proc_prosrc, &isnull);
-
-			if (!isnull && strcmp(TextDatumGetCString(src), "eddy_delay") == 0)
-			{
-				Datum		bin = SysCacheGetAttr(PROCOID, tuple,
-												  Anum_pg_proc_probin, &isnull);
-
-				if (!isnull)
-				{
-					char	   *path = TextDatumGetCString(bin);
-					size_t		len = strlen(path);
-
-					result = (len >= 4 && strcmp(path + len - 4, "eddy") == 0);
-				}
-			}
-		}
-		ReleaseSysCache(tuple);
-	}
-	return result;
-}
-
-static bool
-eddy_may_raise_walker(Node *node, void *context)
-{
-	if (node == NULL)
-		return false;
-
-	switch (nodeTag(node))
-	{
-		case T_Var:
-		case T_Const:
-		case T_Param:
-		case T_CaseTestExpr:
-			return false;
-
-		case T_BoolExpr:
-		case T_NullTest:
-		case T_BooleanTest:
-		case T_RelabelType:
-		case T_CaseExpr:
-		case T_CaseWhen:
-		case T_CoalesceExpr:
-		case T_List:
-			break;				/* safe themselves: look at the arguments */
-
-		case T_OpExpr:
-		case T_DistinctExpr:
-		case T_NullIfExpr:
-			{
-				OpExpr	   *op = (OpExpr *) node;
-
-				set_opfuncid(op);
-				if (!get_func_leakproof(op->opfuncid))
-					return true;
-			}
-			break;
-
-		case T_ScalarArrayOpExpr:
-			{
-				ScalarArrayOpExpr *op = (ScalarArrayOpExpr *) node;
-
-				set_sa_opfuncid(op);
-				if (!get_func_leakproof(op->opfuncid))
-					return true;
-			}
-			break;
-
-		case T_FuncExpr:
-			{
-				FuncExpr   *func = (FuncExpr *) node;
-
-				if (!get_func_leakproof(func->funcid))
-				{
-					Node	   *usecs;
-
-					if (list_length(func->args) != 2 ||
-						!eddy_is_delay_function(func->funcid))
-						return true;
-					usecs = lsecond(func->args);
-					if (!IsA(usecs, Const) || ((Const *) usecs)->constisnull ||
-						DatumGetInt32(((Const *) usecs)->constvalue) < 0)
-						return true;
-				}
-			}
-			break;
-
-		default:
-			/* anything else (casts through I/O, subplans, ...) may fail */
-			return true;
-	}
-	return expression_tree_walker(node, eddy_may_raise_walker, context);
-}
-
-bool
-EddyExprMayRaise(Node *expr)
-{
-	return eddy_may_raise_walker(expr, NULL);
-}
 
 /*
  * Set up the fast path if expr is "column op constant" (either side) with
@@ -289,7 +158,7 @@ EddySelectionBegin(EddyState *es, List *desc, int index)
 	EddyPredicateInit(&sel->pred, m->expr, &es->css.ss.ps);
 	m->filter = &sel->pred;
 	foreach(lc, (List *) list_nth(desc, EddySelPrereqs))
-		sel->prereq |= UINT64CONST(1) << lfirst_int(lc);
+		sel->prereq |= UINT64CONST(1) << intVal(lfirst(lc));
 
 	m->ndirs = 1;
 	m->target[0].need = (uint32) intVal(list_nth(desc, EddySelSources));

@@ -22,7 +22,7 @@
  * one exception: a predicate that may raise an error (EddyExprMayRaise)
  * must not run before the predicates PostgreSQL evaluated ahead of it,
  * since one of them may guard it (x <> 0 AND 10 / x > 1).  Those
- * constraints travel as a prerequisite bitmap per operator.
+ * constraints travel as a list of prerequisite modules per operator.
  *
  * The CustomScan has scanrelid 0 and custom_scan_tlist equal to the
  * source's target list, so the routed predicates (custom_exprs) and the
@@ -30,10 +30,16 @@
  * the source's output columns: the eddy evaluates them directly on the
  * tuples its source returns, with no copy.
  *
+ * custom_private is the layout of every eddy (private.h): one
+ * EDDY_SOURCE_SCAN source whose column range is the whole
+ * custom_scan_tlist, one selection module per routed predicate (reading
+ * source 0, in PostgreSQL's order), and the reading order [0].
+ * EddyPrivateList and EddySelectionPrivate build those lists for
+ * plan_join.c too.
+ *
  *-------------------------------------------------------------------------
  */
 #include "eddy.h"
-#include "private.h"
 
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
@@ -42,6 +48,10 @@
 #include "optimizer/pathnode.h"
 #include "optimizer/planmain.h"
 #include "optimizer/restrictinfo.h"
+
+#include "clauses.h"
+#include "plan.h"
+#include "private.h"
 
 static Plan *eddy_plan_custom_path(PlannerInfo *root, RelOptInfo *rel,
 								   CustomPath *best_path, List *tlist,
@@ -90,48 +100,75 @@ EddyCreatePath(PlannerInfo *root, RelOptInfo *rel, Path *child,
 	return &cpath->path;
 }
 
-/* The scan plan under a gating Result, if any: the node with the Filter. */
-static Plan *
-eddy_source_scan(Plan *plan)
+/*
+ * A custom_private description (private.h): a List of exactly nitems
+ * elements, items[0 .. nitems - 1] in enum order (a NULL item is NIL).
+ * Shared with plan_join.c.
+ */
+List *
+EddyPrivateList(Node **items, int nitems)
 {
-	if (IsA(plan, Result) && plan->lefttree != NULL)
-		return plan->lefttree;
-	return plan;
+	List	   *result = NIL;
+	int			i;
+
+	for (i = 0; i < nitems; i++)
+		result = lappend(result, items[i]);
+	Assert(list_length(result) == nitems);
+	return result;
+}
+
+/* A List of Integer nodes (private.h) from an integer List */
+List *
+EddyPrivateIntegers(List *ints)
+{
+	List	   *result = NIL;
+	ListCell   *lc;
+
+	foreach(lc, ints)
+		result = lappend(result, makeInteger(lfirst_int(lc)));
+	return result;
+}
+
+/* An OID as an Integer, as private.h stores them */
+Node *
+EddyPrivateOid(Oid oid)
+{
+	return (Node *) makeInteger((int) oid);
+}
+
+/* A selection module's description (private.h); prereqs is an integer List */
+List *
+EddySelectionPrivate(uint32 sources, List *prereqs, int expr_index,
+					 Selectivity est_sel, Cost est_cost)
+{
+	Node	   *items[EddySelNumItems];
+
+	items[EddySelKind] = (Node *) makeInteger(EDDY_MODULE_SELECTION);
+	items[EddySelSources] = (Node *) makeInteger((int) sources);
+	items[EddySelPrereqs] = (Node *) EddyPrivateIntegers(prereqs);
+	items[EddySelExpr] = (Node *) makeInteger(expr_index);
+	items[EddySelEstSelectivity] = (Node *) makeFloat(psprintf("%.6g", est_sel));
+	items[EddySelEstCost] = (Node *) makeFloat(psprintf("%.6g", est_cost));
+	return EddyPrivateList(items, EddySelNumItems);
 }
 
 /*
- * The restriction clauses the eddy routes over a source scan, given in
- * PostgreSQL's evaluation order: the longest suffix of selection candidates
- * that the scan still evaluates as a filter, at most max_routed of them.
- * They are removed from the scan's filter, which keeps the prefix.
- * Pseudoconstant clauses are not in the filter (a gating Result tests them
- * once), so they neither end nor join the suffix.  Shared by selection and
- * join eddies.
+ * The one source of a selection eddy (private.h): a scan whose whole
+ * target list is the eddy's custom_scan_tlist.
  */
-List *
-EddyRouteScanQuals(PlannerInfo *root, List *ordered, Plan *source, int max_routed)
+static List *
+scan_source_private(Plan *source)
 {
-	Plan	   *scan = eddy_source_scan(source);
-	int			user_level = EddyUserSecurityLevel(ordered);
-	List	   *routed = NIL;
-	ListCell   *lc;
-	int			i;
+	Node	   *items[EddySourceNumItems];
 
-	for (i = list_length(ordered) - 1; i >= 0; i--)
-	{
-		RestrictInfo *rinfo = list_nth_node(RestrictInfo, ordered, i);
-
-		if (rinfo->pseudoconstant)
-			continue;
-		if (!EddyClauseIsCandidate(root, rinfo, user_level) ||
-			!list_member(scan->qual, rinfo->clause) ||
-			list_length(routed) >= max_routed)
-			break;
-		routed = lcons(rinfo, routed);
-	}
-	foreach(lc, routed)
-		scan->qual = list_delete(scan->qual, lfirst_node(RestrictInfo, lc)->clause);
-	return routed;
+	items[EddySourceMethodItem] = (Node *) makeInteger(EDDY_SOURCE_SCAN);
+	items[EddySourceFirstCol] = (Node *) makeInteger(0);
+	items[EddySourceNumCols] = (Node *) makeInteger(list_length(source->targetlist));
+	items[EddySourcePlan] = (Node *) makeInteger(0);
+	items[EddySourceHeapOid] = EddyPrivateOid(InvalidOid);
+	items[EddySourceHeapAttnos] = (Node *) NIL;
+	items[EddySourceEstRows] = (Node *) makeFloat(psprintf("%.0f", source->plan_rows));
+	return EddyPrivateList(items, EddySourceNumItems);
 }
 
 static Plan *
@@ -141,42 +178,40 @@ eddy_plan_custom_path(PlannerInfo *root, RelOptInfo *rel,
 {
 	CustomScan *cscan = makeNode(CustomScan);
 	Plan	   *source = linitial(custom_plans);
-	Plan	   *scan = eddy_source_scan(source);
+	Plan	   *scan = EddySourceScan(source);
 	List	   *routed_rinfos;
 	List	   *modules = NIL;
 	List	   *exprs = NIL;
-	List	   *source_desc;
+	Node	   *priv[EddyPrivNumItems];
 	double		passed = 1.0;
 	int			nops;
 	ListCell   *lc;
 
 	routed_rinfos = EddyRouteScanQuals(root, clauses, source, EDDY_MAX_SELECTIONS);
 
-	/* Selection modules in PostgreSQL's order, with their prerequisites. */
+	/* Operators in PostgreSQL's order, with their prerequisites. */
 	nops = 0;
 	foreach(lc, routed_rinfos)
 	{
 		RestrictInfo *rinfo = lfirst_node(RestrictInfo, lc);
 		QualCost	cost;
 		Selectivity sel;
-		List	   *prereq = NIL;
-		List	   *desc;
-		int			j;
+		List	   *prereqs = NIL;
 
 		if (EddyExprMayRaise((Node *) rinfo->clause))
+		{
+			int			j;
+
+			/* every operator PostgreSQL ran first */
 			for (j = 0; j < nops; j++)
-				prereq = lappend_int(prereq, j);	/* every operator PostgreSQL ran first */
+				prereqs = lappend_int(prereqs, j);
+		}
 		cost_qual_eval_node(&cost, (Node *) rinfo, root);
 		sel = clause_selectivity(root, (Node *) rinfo, 0, JOIN_INNER, NULL);
 
-		desc = list_make5(makeInteger(EDDY_MODULE_SELECTION),
-						  makeInteger(1),	/* source 0 */
-						  prereq,
-						  makeInteger(list_length(exprs)),
-						  makeFloat(psprintf("%.6g", sel)));
-		desc = lappend(desc, makeFloat(psprintf("%.6g", cost.per_tuple + cost.startup)));
-		Assert(list_length(desc) == EddySelNumItems);
-		modules = lappend(modules, desc);
+		modules = lappend(modules,
+						  EddySelectionPrivate(1u << 0, prereqs, list_length(exprs),
+											   sel, cost.per_tuple + cost.startup));
 		exprs = lappend(exprs, rinfo->clause);
 		passed *= sel;
 		nops++;
@@ -193,23 +228,17 @@ eddy_plan_custom_path(PlannerInfo *root, RelOptInfo *rel,
 			scan->plan_rows = source->plan_rows;
 	}
 
+	priv[EddyPrivSources] = (Node *) list_make1(scan_source_private(source));
+	priv[EddyPrivModules] = (Node *) modules;
+	priv[EddyPrivSourceOrder] = (Node *) list_make1(makeInteger(0));
+
 	cscan->scan.plan.targetlist = tlist;
 	cscan->scan.plan.qual = NIL;
 	cscan->scan.scanrelid = 0;
 	cscan->flags = best_path->flags;
 	cscan->custom_plans = custom_plans;
 	cscan->custom_exprs = exprs;
-	/* one source: the scan, whose target list is the whole wide tuple */
-	source_desc = list_make5(makeInteger(EDDY_SOURCE_SCAN),
-							 makeInteger(0),
-							 makeInteger(list_length(source->targetlist)),
-							 makeInteger(0),
-							 makeInteger(0));
-	source_desc = lappend(source_desc, NIL);
-	source_desc = lappend(source_desc, makeFloat(psprintf("%.0f", source->plan_rows)));
-	Assert(list_length(source_desc) == EddySourceNumItems);
-	cscan->custom_private = list_make3(list_make1(source_desc), modules,
-									   list_make1(makeInteger(0)));
+	cscan->custom_private = EddyPrivateList(priv, EddyPrivNumItems);
 	cscan->custom_scan_tlist = copyObject(source->targetlist);
 	cscan->custom_relids = NULL;	/* set by the caller */
 	cscan->methods = &eddy_scan_methods;

@@ -35,7 +35,7 @@
  *	   selections too, chosen as in selection eddies (the suffix of
  *	   PostgreSQL's order, plan.c); all restriction clauses of a relation
  *	   reached through an index are selections, since nothing scans it.
- *	 - A selection that may raise an error (mod_selection.c) over several
+ *	 - A selection that may raise an error (clauses.c) over several
  *	   relations runs last, on complete tuples only: PostgreSQL evaluates it
  *	   at some join, on a superset of those tuples, so this can raise no
  *	   error PostgreSQL would not.  One over a single relation waits for the
@@ -44,18 +44,32 @@
  * A relation is the inner side of at most one index join; relations that
  * no index join reaches are scanned.  A tree always has at least one.
  *
+ * EddyCreateJoinPath runs in phases: collect the clauses and PostgreSQL's
+ * build order; classify the clauses into candidate edges and selections;
+ * mark PostgreSQL's index nested loops; choose the spanning tree; index
+ * joins (join_method = index); which relations are scanned; then the
+ * checks (module count, columns per relation and the path that scans
+ * each, estimated join state).  Any of them may still give up, so none
+ * touches PostgreSQL's paths: only once the eddy is certain do the chosen
+ * scan paths get the eddy's target lists (make_join_path), and a block that
+ * falls back keeps its vanilla plan exactly as PostgreSQL made it.
+ * eddy_plan_join_path makes, in order: the sources and their column
+ * ranges, the selection modules with their prerequisites, the join modules
+ * with their uniqueness, and the order in which to read the sources.
+ *
  * The CustomScan has scanrelid 0 and a custom_scan_tlist made of one
  * column range per relation (what the block needs above it, and what the
  * modules read), so setrefs rewrites every expression into INDEX_VAR
  * references over that wide tuple.  Scanned relations' ranges are their
  * scans' target lists; an index-joined relation's range lists heap columns
  * fetched through the index.  custom_private describes sources and modules
- * with Integer and OID lists (enum EddyJoinPrivate in eddy.h).
+ * in the layout of every eddy (private.h): per module its kind, per join
+ * module its ends, sides, keys, uniqueness and the planner's estimates (the
+ * rows of its ends, the selectivity of its key clauses).
  *
  *-------------------------------------------------------------------------
  */
 #include "eddy.h"
-#include "private.h"
 
 #include "access/stratnum.h"
 #include "catalog/pg_am.h"
@@ -72,6 +86,10 @@
 #include "optimizer/tlist.h"
 #include "parser/parsetree.h"
 #include "utils/lsyscache.h"
+
+#include "clauses.h"
+#include "plan.h"
+#include "private.h"
 
 /* A candidate join edge between two relations of the block */
 typedef struct JoinEdge
@@ -643,47 +661,51 @@ source_path(RelOptInfo *rel, bool needs_projection)
 	return best;
 }
 
-/*
- * Build an EddyJoinPath for the block whose final relation is joinrel, or
- * return NULL (with the reason at DEBUG1).
+/* ----------------------------------------------------------------
+ *		Path: the phases of EddyCreateJoinPath
+ *
+ * Every phase works on the EddyJoinPath under construction and local
+ * lists; none touches PostgreSQL's paths.  Only the last one, once every
+ * check has passed, gives the source paths the eddy's target lists, so a
+ * block that falls back to the vanilla plan leaves it as it was.
+ * ----------------------------------------------------------------
  */
-Path *
-EddyCreateJoinPath(PlannerInfo *root, RelOptInfo *joinrel, List *initial_rels)
+
+/*
+ * The clauses PostgreSQL's cheapest plan enforces (returned), in the order
+ * it evaluates them (jp->clause_order), its index nested loops, the clauses
+ * it joins on, and the order in which it consumes the relations
+ * (jp->source_order, completed with any relation it does not reach).
+ */
+static List *
+collect_clauses_and_order(PlannerInfo *root, EddyJoinPath *jp, Path *cheapest,
+						  List **nestloops, List **preferred)
 {
-	EddyJoinPath *jp;
 	List	   *clauses = NIL;
-	List	   *nestloops = NIL;
-	List	   *preferred = NIL;	/* clauses PostgreSQL joins on */
-	List	   *candidates = NIL;	/* JoinEdges */
-	List	   *edges = NIL;	/* tree */
-	List	   *selections = NIL;
-	int		   *uf;
-	int		   *incoming;
 	int			i;
-	ListCell   *lc;
-	List	   *custom_paths = NIL;
-
-	if (joinrel->cheapest_total_path == NULL)
-		return NULL;
-
-	jp = (EddyJoinPath *) newNode(sizeof(EddyJoinPath), T_CustomPath);
-	jp->nrels = list_length(initial_rels);
-	jp->rels = palloc(sizeof(RelOptInfo *) * jp->nrels);
-	jp->scanned = palloc(sizeof(bool) * jp->nrels);
-	jp->targets = palloc0(sizeof(PathTarget *) * jp->nrels);
-	i = 0;
-	foreach(lc, initial_rels)
-		jp->rels[i++] = lfirst(lc);
 
 	jp->clause_order = NIL;
-	collect_path_clauses(root, joinrel->cheapest_total_path, &clauses, &jp->clause_order,
-						 &nestloops, &preferred);
-	build_order(jp, joinrel->cheapest_total_path, &jp->source_order);
+	collect_path_clauses(root, cheapest, &clauses, &jp->clause_order,
+						 nestloops, preferred);
+	build_order(jp, cheapest, &jp->source_order);
 	for (i = 0; i < jp->nrels; i++)
 		if (!list_member_int(jp->source_order, i))
 			jp->source_order = lappend_int(jp->source_order, i);
+	return clauses;
+}
 
-	/* Sort the clauses into candidate key edges and selections. */
+/*
+ * Sort the clauses into candidate key edges (returned: hashable equalities
+ * grouped by pair of relations; an edge is preferred when PostgreSQL joins
+ * on one of its clauses) and selections (appended to *selections).
+ */
+static List *
+classify_clauses(EddyJoinPath *jp, List *clauses, List *preferred,
+				 List **selections)
+{
+	List	   *candidates = NIL;
+	ListCell   *lc;
+
 	foreach(lc, clauses)
 	{
 		RestrictInfo *rinfo = lfirst_node(RestrictInfo, lc);
@@ -707,38 +729,63 @@ EddyCreateJoinPath(PlannerInfo *root, RelOptInfo *joinrel, List *initial_rels)
 				e->preferred = true;
 		}
 		else
-			selections = lappend(selections, rinfo);
+			*selections = lappend(*selections, rinfo);
 	}
+	return candidates;
+}
 
-	/* Index nested loops of PostgreSQL's plan (join_method auto) */
-	if (eddy_join_method == EDDY_JOIN_AUTO)
+/*
+ * eddy.join_method = auto: the candidate edges PostgreSQL's plan joins by an
+ * index nested loop become index joins into the same relation, when the
+ * eddy can use that index.
+ */
+static void
+mark_nestloop_index_joins(PlannerInfo *root, EddyJoinPath *jp, List *candidates,
+						  List *nestloops)
+{
+	ListCell   *lc;
+
+	if (eddy_join_method != EDDY_JOIN_AUTO)
+		return;
+	foreach(lc, nestloops)
 	{
-		foreach(lc, nestloops)
-		{
-			NestLoopIndex *nl = lfirst(lc);
-			int			into = rel_index(jp, nl->inner->path.parent->relid);
-			Relids		req = PATH_REQ_OUTER(&nl->inner->path);
-			int			from;
-			JoinEdge   *e;
+		NestLoopIndex *nl = lfirst(lc);
+		int			into = rel_index(jp, nl->inner->path.parent->relid);
+		Relids		req = PATH_REQ_OUTER(&nl->inner->path);
+		int			from;
+		JoinEdge   *e;
 
-			if (into < 0 || bms_membership(req) != BMS_SINGLETON)
-				continue;
-			from = rel_index(jp, bms_singleton_member(req));
-			if (from < 0 || !rel_index_joinable(root, jp, into))
-				continue;
-			e = find_edge(candidates, from, into);
-			if (e != NULL && e->index_into < 0 &&
-				edge_index_usable(jp, e, into, nl->inner->indexinfo))
-				e->from_nestloop = true;
-		}
+		if (into < 0 || bms_membership(req) != BMS_SINGLETON)
+			continue;
+		from = rel_index(jp, bms_singleton_member(req));
+		if (from < 0 || !rel_index_joinable(root, jp, into))
+			continue;
+		e = find_edge(candidates, from, into);
+		if (e != NULL && e->index_into < 0 &&
+			edge_index_usable(jp, e, into, nl->inner->indexinfo))
+			e->from_nestloop = true;
 	}
+}
 
-	/*
-	 * Spanning tree: PostgreSQL's index nested loops first, then the edges
-	 * it joins on, then the rest (for cyclic queries); within each pass the
-	 * most selective edges first, so that a many-to-many edge closing a
-	 * cycle stays a selection rather than multiplying intermediate tuples.
-	 */
+/*
+ * The spanning tree (returned, in the order its edges were chosen):
+ * PostgreSQL's index nested loops first, then the edges it joins on, then
+ * the rest (for cyclic queries); within each pass the most selective edges
+ * first, so that a many-to-many edge closing a cycle stays a selection
+ * rather than multiplying intermediate tuples.  A relation is the inner
+ * side of at most one index join (incoming[] counts them).  Disconnected
+ * components are joined by cross products (key-less edges); the key
+ * clauses of candidate edges outside the tree become selections.
+ */
+static List *
+choose_spanning_tree(PlannerInfo *root, EddyJoinPath *jp, List *candidates,
+					 int *incoming, List **selections)
+{
+	List	   *edges = NIL;
+	int		   *uf;
+	int			i;
+	ListCell   *lc;
+
 	foreach(lc, candidates)
 	{
 		JoinEdge   *e = lfirst(lc);
@@ -747,7 +794,6 @@ EddyCreateJoinPath(PlannerInfo *root, RelOptInfo *joinrel, List *initial_rels)
 	}
 	list_sort(candidates, edge_selectivity_cmp);
 	uf = palloc(sizeof(int) * jp->nrels);
-	incoming = palloc0(sizeof(int) * jp->nrels);
 	for (i = 0; i < jp->nrels; i++)
 		uf[i] = i;
 	for (i = 0; i < 3; i++)
@@ -795,44 +841,62 @@ EddyCreateJoinPath(PlannerInfo *root, RelOptInfo *joinrel, List *initial_rels)
 		JoinEdge   *e = lfirst(lc);
 
 		if (!e->in_tree)
-			selections = list_concat(selections, e->clauses);
+			*selections = list_concat(*selections, e->clauses);
 	}
+	return edges;
+}
 
-	/* join_method index: index joins wherever an index allows. */
-	if (eddy_join_method == EDDY_JOIN_INDEX)
+/*
+ * eddy.join_method = index: index joins on every tree edge where an index
+ * allows, into end b rather than end a, one per relation.
+ */
+static void
+choose_index_joins(PlannerInfo *root, EddyJoinPath *jp, List *edges, int *incoming)
+{
+	ListCell   *lc;
+
+	if (eddy_join_method != EDDY_JOIN_INDEX)
+		return;
+	foreach(lc, edges)
 	{
-		foreach(lc, edges)
+		JoinEdge   *e = lfirst(lc);
+		int			side;
+
+		if (e->clauses == NIL)
+			continue;
+		for (side = 1; side >= 0 && e->index_into < 0; side--)
 		{
-			JoinEdge   *e = lfirst(lc);
-			int			side;
+			int			into = side ? e->b : e->a;
+			ListCell   *lc2;
 
-			if (e->clauses == NIL)
+			if (incoming[into] > 0 || !rel_index_joinable(root, jp, into))
 				continue;
-			for (side = 1; side >= 0 && e->index_into < 0; side--)
+			foreach(lc2, jp->rels[into]->indexlist)
 			{
-				int			into = side ? e->b : e->a;
-				ListCell   *lc2;
-
-				if (incoming[into] > 0 || !rel_index_joinable(root, jp, into))
-					continue;
-				foreach(lc2, jp->rels[into]->indexlist)
+				if (edge_index_usable(jp, e, into, lfirst(lc2)))
 				{
-					if (edge_index_usable(jp, e, into, lfirst(lc2)))
-					{
-						incoming[into]++;
-						break;
-					}
+					incoming[into]++;
+					break;
 				}
 			}
 		}
 	}
+}
 
-	/*
-	 * An index join's key clauses that the index cannot use are selections;
-	 * so are all restriction clauses of a relation nothing scans, in the
-	 * order PostgreSQL evaluates them on a scan (a clause that may raise runs
-	 * after the ones listed before it, which may guard it).
-	 */
+/*
+ * Which relations are scanned (jp->scanned): all but those an index join
+ * reaches.  An index join's key clauses that the index cannot use are
+ * selections; so are all restriction clauses of a relation nothing scans,
+ * in the order PostgreSQL evaluates them on a scan (a clause that may raise
+ * runs after the ones listed before it, which may guard it).
+ */
+static void
+index_joined_relations(PlannerInfo *root, EddyJoinPath *jp, List *edges,
+					   List **selections)
+{
+	int			i;
+	ListCell   *lc;
+
 	for (i = 0; i < jp->nrels; i++)
 		jp->scanned[i] = true;
 	foreach(lc, edges)
@@ -846,82 +910,91 @@ EddyCreateJoinPath(PlannerInfo *root, RelOptInfo *joinrel, List *initial_rels)
 		foreach(lc2, e->clauses)
 		{
 			if (!list_member_ptr(e->index_clauses, lfirst(lc2)))
-				selections = lappend(selections, lfirst(lc2));
+				*selections = lappend(*selections, lfirst(lc2));
 		}
-		selections = list_concat(selections,
-								 EddyOrderQualClauses(root, jp->rels[e->index_into]->baserestrictinfo));
+		*selections = list_concat(*selections,
+								  EddyOrderQualClauses(root, jp->rels[e->index_into]->baserestrictinfo));
 	}
+}
 
-	jp->edges = edges;
-	jp->selections = selections;
+/*
+ * Done bitmaps have 64 bits: count the modules, taking every candidate
+ * restriction clause of a scanned relation as routed (plan time routes a
+ * subset of them).
+ */
+static bool
+modules_fit(PlannerInfo *root, EddyJoinPath *jp)
+{
+	int			nmodules = list_length(jp->selections) + list_length(jp->edges);
+	int			i;
 
-	/*
-	 * Done bitmaps have 64 bits: count the modules, taking every candidate
-	 * restriction clause of a scanned relation as routed (plan time routes
-	 * a subset of them).
-	 */
+	for (i = 0; i < jp->nrels; i++)
 	{
-		int			nmodules = list_length(selections) + list_length(edges);
+		RelOptInfo *rel = jp->rels[i];
+		int			level = EddyUserSecurityLevel(rel->baserestrictinfo);
+		ListCell   *lc;
 
-		for (i = 0; i < jp->nrels; i++)
-		{
-			RelOptInfo *rel = jp->rels[i];
-			int			level = EddyUserSecurityLevel(rel->baserestrictinfo);
-			ListCell   *lc2;
-
-			if (!jp->scanned[i])
-				continue;
-			foreach(lc2, rel->baserestrictinfo)
-				if (EddyClauseIsCandidate(root, lfirst_node(RestrictInfo, lc2), level))
-					nmodules++;
-		}
-		if (nmodules > EDDY_MAX_MODULES)
-		{
-			elog(DEBUG1, "eddy: join block not used: %d modules, more than the maximum of %d",
-				 nmodules, EDDY_MAX_MODULES);
-			return NULL;
-		}
+		if (!jp->scanned[i])
+			continue;
+		foreach(lc, rel->baserestrictinfo)
+			if (EddyClauseIsCandidate(root, lfirst_node(RestrictInfo, lc), level))
+				nmodules++;
 	}
+	if (nmodules > EDDY_MAX_MODULES)
+	{
+		elog(DEBUG1, "eddy: join block not used: %d modules, more than the maximum of %d",
+			 nmodules, EDDY_MAX_MODULES);
+		return false;
+	}
+	return true;
+}
 
-	/*
-	 * Columns per relation: what the block needs above it, plus what the
-	 * modules read (keys, selections, and the restriction clauses that
-	 * plan time may route).
-	 */
+/*
+ * Columns per relation (jp->targets): what the block needs above it, plus
+ * what the modules read (keys, selections, and the restriction clauses that
+ * plan time may route); and for a scanned relation the path to scan it
+ * (children[i]), which does not get that target yet.  False (with the
+ * reason at DEBUG1) when a relation cannot provide them.
+ */
+static bool
+columns_and_source_paths(PlannerInfo *root, EddyJoinPath *jp, Path **children)
+{
+	int			i;
+
 	for (i = 0; i < jp->nrels; i++)
 	{
 		RelOptInfo *rel = jp->rels[i];
 		PathTarget *target = copy_pathtarget(rel->reltarget);
 		List	   *vars = NIL;
-		ListCell   *lc2;
+		ListCell   *lc;
 		bool		inh = planner_rt_fetch(rel->relid, root)->inh;
 
-		foreach(lc2, selections)
-			vars = list_concat(vars, pull_var_clause((Node *) lfirst_node(RestrictInfo, lc2)->clause,
+		foreach(lc, jp->selections)
+			vars = list_concat(vars, pull_var_clause((Node *) lfirst_node(RestrictInfo, lc)->clause,
 													 PVC_INCLUDE_PLACEHOLDERS));
-		foreach(lc2, edges)
+		foreach(lc, jp->edges)
 		{
-			JoinEdge   *e = lfirst(lc2);
-			ListCell   *lc3;
+			JoinEdge   *e = lfirst(lc);
+			ListCell   *lc2;
 
-			foreach(lc3, e->clauses)
-				vars = list_concat(vars, pull_var_clause((Node *) lfirst_node(RestrictInfo, lc3)->clause,
+			foreach(lc2, e->clauses)
+				vars = list_concat(vars, pull_var_clause((Node *) lfirst_node(RestrictInfo, lc2)->clause,
 														 PVC_INCLUDE_PLACEHOLDERS));
 		}
 		if (jp->scanned[i] && !inh)
 		{
-			foreach(lc2, rel->baserestrictinfo)
-				vars = list_concat(vars, pull_var_clause((Node *) lfirst_node(RestrictInfo, lc2)->clause,
+			foreach(lc, rel->baserestrictinfo)
+				vars = list_concat(vars, pull_var_clause((Node *) lfirst_node(RestrictInfo, lc)->clause,
 														 PVC_INCLUDE_PLACEHOLDERS));
 		}
-		foreach(lc2, vars)
+		foreach(lc, vars)
 		{
-			Var		   *var = lfirst(lc2);
+			Var		   *var = lfirst(lc);
 
 			if (!IsA(var, Var))
 			{
 				elog(DEBUG1, "eddy: join block not used: placeholder variables");
-				return NULL;
+				return false;
 			}
 			if ((Index) var->varno == rel->relid && var->varlevelsup == 0 &&
 				!list_member(target->exprs, var))
@@ -933,64 +1006,86 @@ EddyCreateJoinPath(PlannerInfo *root, RelOptInfo *joinrel, List *initial_rels)
 				if (inh)
 				{
 					elog(DEBUG1, "eddy: join block not used: a column of a partitioned or inheritance parent is not in its target");
-					return NULL;
+					return false;
 				}
 				add_column_to_pathtarget(target, (Expr *) var, 0);
 			}
 		}
-		foreach(lc2, target->exprs)
+		foreach(lc, target->exprs)
 		{
-			if (!IsA(lfirst(lc2), Var))
+			if (!IsA(lfirst(lc), Var))
 			{
 				elog(DEBUG1, "eddy: join block not used: relation target is not plain columns");
-				return NULL;
+				return false;
 			}
 		}
 		set_pathtarget_cost_width(root, target);
 		jp->targets[i] = target;
 
+		children[i] = NULL;
 		if (jp->scanned[i])
 		{
-			Path	   *child = source_path(rel, list_length(target->exprs) >
-											list_length(rel->reltarget->exprs));
-
-			if (child == NULL)
+			children[i] = source_path(rel, list_length(target->exprs) >
+									  list_length(rel->reltarget->exprs));
+			if (children[i] == NULL)
 			{
 				elog(DEBUG1, "eddy: join block not used: no unparameterized path that returns the columns a relation must provide");
-				return NULL;
+				return false;
 			}
-			child->pathtarget = target;
-			custom_paths = lappend(custom_paths, child);
 		}
 	}
+	return true;
+}
 
-	/*
-	 * Join state the STAIRs would hold, estimated from the relations' rows
-	 * (each stored at most once per join it takes part in, with about 96
-	 * bytes of eddy tuple, STAIR entry and row headers): past
-	 * eddy.max_memory the eddy would fail where PostgreSQL's hash joins
-	 * would batch to disk, so the vanilla plan stays.
-	 */
+/*
+ * Join state the STAIRs would hold, estimated from the relations' rows
+ * (each stored at most once per join it takes part in, with about 96 bytes
+ * of eddy tuple, STAIR entry and row headers): past eddy.max_memory the
+ * eddy would fail where PostgreSQL's hash joins would batch to disk, so the
+ * vanilla plan stays.
+ */
+static bool
+join_state_fits(EddyJoinPath *jp)
+{
+	double		state = 0;
+	int			nstairs = 0;
+	ListCell   *lc;
+
+	foreach(lc, jp->edges)
 	{
-		double		state = 0;
-		int			nstairs = 0;
+		JoinEdge   *e = lfirst(lc);
 
-		foreach(lc, edges)
-		{
-			JoinEdge   *e = lfirst(lc);
+		if (e->index_into >= 0)
+			continue;
+		nstairs += 2;
+		state += jp->rels[e->a]->rows * (jp->targets[e->a]->width + 96) +
+			jp->rels[e->b]->rows * (jp->targets[e->b]->width + 96);
+	}
+	if (nstairs > 0 && state > (double) EddyMaxMemoryBytes(nstairs))
+	{
+		elog(DEBUG1, "eddy: join block not used: its estimated join state (%.0f kB) exceeds eddy.max_memory (%zu kB)",
+			 state / 1024, EddyMaxMemoryBytes(nstairs) / 1024);
+		return false;
+	}
+	return true;
+}
 
-			if (e->index_into >= 0)
-				continue;
-			nstairs += 2;
-			state += jp->rels[e->a]->rows * (jp->targets[e->a]->width + 96) +
-				jp->rels[e->b]->rows * (jp->targets[e->b]->width + 96);
-		}
-		if (nstairs > 0 && state > (double) EddyMaxMemoryBytes(nstairs))
-		{
-			elog(DEBUG1, "eddy: join block not used: its estimated join state (%.0f kB) exceeds eddy.max_memory (%zu kB)",
-				 state / 1024, EddyMaxMemoryBytes(nstairs) / 1024);
-			return NULL;
-		}
+/*
+ * The eddy is certain: its scanned relations' paths return its columns
+ * (their pathtargets change only now), and they are its children.
+ */
+static Path *
+make_join_path(EddyJoinPath *jp, RelOptInfo *joinrel, Path **children)
+{
+	List	   *custom_paths = NIL;
+	int			i;
+
+	for (i = 0; i < jp->nrels; i++)
+	{
+		if (!jp->scanned[i])
+			continue;
+		children[i]->pathtarget = jp->targets[i];
+		custom_paths = lappend(custom_paths, children[i]);
 	}
 
 	jp->cpath.path.pathtype = T_CustomScan;
@@ -1012,8 +1107,57 @@ EddyCreateJoinPath(PlannerInfo *root, RelOptInfo *joinrel, List *initial_rels)
 	return &jp->cpath.path;
 }
 
+/*
+ * Build an EddyJoinPath for the block whose final relation is joinrel, or
+ * return NULL (with the reason at DEBUG1) and leave every path as it was.
+ */
+Path *
+EddyCreateJoinPath(PlannerInfo *root, RelOptInfo *joinrel, List *initial_rels)
+{
+	EddyJoinPath *jp;
+	List	   *clauses;
+	List	   *nestloops = NIL;
+	List	   *preferred = NIL;	/* clauses PostgreSQL joins on */
+	List	   *candidates;		/* JoinEdges */
+	List	   *selections = NIL;
+	int		   *incoming;		/* per relation: index joins into it */
+	Path	  **children;		/* per scanned relation: its source path */
+	int			i;
+	ListCell   *lc;
+
+	if (joinrel->cheapest_total_path == NULL)
+		return NULL;
+
+	jp = (EddyJoinPath *) newNode(sizeof(EddyJoinPath), T_CustomPath);
+	jp->nrels = list_length(initial_rels);
+	jp->rels = palloc(sizeof(RelOptInfo *) * jp->nrels);
+	jp->scanned = palloc(sizeof(bool) * jp->nrels);
+	jp->targets = palloc0(sizeof(PathTarget *) * jp->nrels);
+	i = 0;
+	foreach(lc, initial_rels)
+		jp->rels[i++] = lfirst(lc);
+	incoming = palloc0(sizeof(int) * jp->nrels);
+	children = palloc0(sizeof(Path *) * jp->nrels);
+
+	clauses = collect_clauses_and_order(root, jp, joinrel->cheapest_total_path,
+										&nestloops, &preferred);
+	candidates = classify_clauses(jp, clauses, preferred, &selections);
+	mark_nestloop_index_joins(root, jp, candidates, nestloops);
+	jp->edges = choose_spanning_tree(root, jp, candidates, incoming, &selections);
+	choose_index_joins(root, jp, jp->edges, incoming);
+	index_joined_relations(root, jp, jp->edges, &selections);
+	jp->selections = selections;
+
+	if (!modules_fit(root, jp) ||
+		!columns_and_source_paths(root, jp, children) ||
+		!join_state_fits(jp))
+		return NULL;
+
+	return make_join_path(jp, joinrel, children);
+}
+
 /* ----------------------------------------------------------------
- *		Plan
+ *		Plan: eddy_plan_join_path and its phases
  * ----------------------------------------------------------------
  */
 
@@ -1033,45 +1177,54 @@ route_scan_quals(PlannerInfo *root, RelOptInfo *rel, Plan *source)
 							  source, EDDY_MAX_MODULES);
 }
 
-static Node *
-make_oid(Oid oid)
+/* A source description (private.h); attnos is an integer List */
+static List *
+source_private(EddySourceMethod method, int first_col, int ncols, int plan,
+			   Oid heapoid, List *attnos, double rows)
 {
-	return (Node *) makeInteger((int) oid);
+	Node	   *items[EddySourceNumItems];
+
+	items[EddySourceMethodItem] = (Node *) makeInteger(method);
+	items[EddySourceFirstCol] = (Node *) makeInteger(first_col);
+	items[EddySourceNumCols] = (Node *) makeInteger(ncols);
+	items[EddySourcePlan] = (Node *) makeInteger(plan);
+	items[EddySourceHeapOid] = EddyPrivateOid(heapoid);
+	items[EddySourceHeapAttnos] = (Node *) EddyPrivateIntegers(attnos);
+	items[EddySourceEstRows] = (Node *) makeFloat(psprintf("%.0f", rows));
+	return EddyPrivateList(items, EddySourceNumItems);
 }
 
-static Plan *
-eddy_plan_join_path(PlannerInfo *root, RelOptInfo *joinrel,
-					CustomPath *best_path, List *tlist,
-					List *clauses, List *custom_plans)
+/* The selections the plan routes, and where each may have to wait */
+typedef struct PlanSelections
 {
-	EddyJoinPath *jp = (EddyJoinPath *) best_path;
-	CustomScan *cscan = makeNode(CustomScan);
-	List	   *scan_tlist = NIL;
-	List	   *exprs = NIL;
+	List	   *rinfos;			/* RestrictInfos, in module order */
+	List	   *prereq_rels;	/* per selection: the relation whose earlier
+								 * selections must run first, or -1 */
+} PlanSelections;
+
+/*
+ * Sources (returned, one description per relation) and the wide tuple's
+ * column ranges (*scan_tlist).  A scanned relation's range is its scan's
+ * target list; the restriction clauses the eddy routes off that scan are
+ * its first selections, in PostgreSQL's order, and scan_quals[i] gets the
+ * ones the scan keeps.  An index-joined relation's range lists the heap
+ * columns fetched through the index.
+ */
+static List *
+make_sources(PlannerInfo *root, EddyJoinPath *jp, List *custom_plans,
+			 List **scan_tlist, PlanSelections *sels, List **scan_quals)
+{
 	List	   *sources = NIL;
-	List	   *modules = NIL;
-	List	   *sel_rinfos = NIL;
-	List	   *sel_prereq_rels = NIL;	/* per selection: relations whose earlier
-										 * selections must run first, or -1 */
-	int		   *first_col = palloc(sizeof(int) * jp->nrels);
-	List	  **scan_quals = palloc0(sizeof(List *) * jp->nrels);	/* restrictions
-																	 * a source's
-																	 * scan keeps */
 	int			plan_i = 0;
 	int			i;
-	uint32		all_rels = (jp->nrels >= 32) ? ~0u : ((1u << jp->nrels) - 1);
-	ListCell   *lc;
 
-	/* Sources and the wide tuple's column ranges */
 	for (i = 0; i < jp->nrels; i++)
 	{
 		RelOptInfo *rel = jp->rels[i];
-		List	   *cols;
+		int			first_col = list_length(*scan_tlist);
 		List	   *source;
-		ListCell   *lc2;
-		int			ncols;
+		ListCell   *lc;
 
-		first_col[i] = list_length(scan_tlist);
 		if (jp->scanned[i])
 		{
 			Plan	   *child = list_nth(custom_plans, plan_i);
@@ -1080,79 +1233,93 @@ eddy_plan_join_path(PlannerInfo *root, RelOptInfo *joinrel,
 			scan_quals[i] = list_difference_ptr(rel->baserestrictinfo, routed);
 
 			/* routed restriction clauses come first, in PostgreSQL's order */
-			foreach(lc2, routed)
+			foreach(lc, routed)
 			{
-				sel_rinfos = lappend(sel_rinfos, lfirst(lc2));
-				sel_prereq_rels = lappend_int(sel_prereq_rels, i);
+				sels->rinfos = lappend(sels->rinfos, lfirst(lc));
+				sels->prereq_rels = lappend_int(sels->prereq_rels, i);
 			}
-			cols = child->targetlist;
-			ncols = list_length(cols);
-			foreach(lc2, cols)
+			foreach(lc, child->targetlist)
 			{
-				TargetEntry *tle = lfirst_node(TargetEntry, lc2);
+				TargetEntry *tle = lfirst_node(TargetEntry, lc);
 
-				scan_tlist = lappend(scan_tlist,
-									 makeTargetEntry(copyObject(tle->expr),
-													 list_length(scan_tlist) + 1,
-													 NULL, false));
+				*scan_tlist = lappend(*scan_tlist,
+									  makeTargetEntry(copyObject(tle->expr),
+													  list_length(*scan_tlist) + 1,
+													  NULL, false));
 			}
-			source = list_make5(makeInteger(EDDY_SOURCE_SCAN),
-								makeInteger(first_col[i]),
-								makeInteger(ncols),
-								makeInteger(plan_i),
-								makeInteger(0));
-			source = lappend(source, NIL);
+			source = source_private(EDDY_SOURCE_SCAN, first_col,
+									list_length(child->targetlist), plan_i,
+									InvalidOid, NIL, rel->rows);
 			plan_i++;
 		}
 		else
 		{
 			RangeTblEntry *rte = planner_rt_fetch(rel->relid, root);
 			List	   *attnos = NIL;
-			foreach(lc2, jp->targets[i]->exprs)
+
+			foreach(lc, jp->targets[i]->exprs)
 			{
-				Var		   *var = lfirst_node(Var, lc2);
+				Var		   *var = lfirst_node(Var, lc);
 
 				attnos = lappend_int(attnos, var->varattno);
-				scan_tlist = lappend(scan_tlist,
-									 makeTargetEntry((Expr *) copyObject(var),
-													 list_length(scan_tlist) + 1,
-													 NULL, false));
+				*scan_tlist = lappend(*scan_tlist,
+									  makeTargetEntry((Expr *) copyObject(var),
+													  list_length(*scan_tlist) + 1,
+													  NULL, false));
 			}
-			ncols = list_length(attnos);
-			source = list_make5(makeInteger(EDDY_SOURCE_INDEX),
-								makeInteger(first_col[i]),
-								makeInteger(ncols),
-								makeInteger(-1),
-								make_oid(rte->relid));
-			source = lappend(source, attnos);
+			source = source_private(EDDY_SOURCE_INDEX, first_col,
+									list_length(attnos), -1,
+									rte->relid, attnos, rel->rows);
 		}
-		source = lappend(source, makeFloat(psprintf("%.0f", rel->rows)));
-		Assert(list_length(source) == EddySourceNumItems);
 		sources = lappend(sources, source);
 	}
+	return sources;
+}
 
-	/*
-	 * Selections over several relations, and of index-joined relations, in
-	 * PostgreSQL's evaluation order: the ones that may raise run in this
-	 * order, so a clause PostgreSQL runs first still guards a later one.
-	 */
+/*
+ * After the routed restriction clauses: selections over several relations,
+ * and of index-joined relations, in PostgreSQL's evaluation order.  The
+ * ones that may raise run in this order, so a clause PostgreSQL runs first
+ * still guards a later one; a selection over one relation waits only for
+ * that relation's.
+ */
+static void
+add_block_selections(EddyJoinPath *jp, PlanSelections *sels)
+{
+	ListCell   *lc;
+
 	foreach(lc, selections_in_evaluation_order(jp))
 	{
 		RestrictInfo *rinfo = lfirst_node(RestrictInfo, lc);
 		uint32		rels = rel_mask(jp, rinfo->clause_relids);
 		int			single = (rels != 0 && (rels & (rels - 1)) == 0) ? ffs(rels) - 1 : -1;
 
-		sel_rinfos = lappend(sel_rinfos, rinfo);
-		sel_prereq_rels = lappend_int(sel_prereq_rels, single);
+		sels->rinfos = lappend(sels->rinfos, rinfo);
+		sels->prereq_rels = lappend_int(sels->prereq_rels, single);
 	}
+}
 
-	/* Selection modules, with their prerequisites */
-	i = 0;
-	foreach(lc, sel_rinfos)
+/*
+ * Selection modules (returned), with their prerequisites: one that may
+ * raise waits for the earlier selections on its relation, or, over several
+ * relations, runs last on complete tuples, after every selection that may
+ * not raise and the earlier ones that may.  Their predicates are appended
+ * to *exprs.
+ */
+static List *
+make_selection_modules(PlannerInfo *root, EddyJoinPath *jp, PlanSelections *sels,
+					   List **exprs)
+{
+	List	   *modules = NIL;
+	uint32		all_rels = (jp->nrels >= 32) ? ~0u : ((1u << jp->nrels) - 1);
+	int			nsels = list_length(sels->rinfos);
+	int			i;
+
+	for (i = 0; i < nsels; i++)
 	{
-		RestrictInfo *rinfo = lfirst_node(RestrictInfo, lc);
+		RestrictInfo *rinfo = list_nth_node(RestrictInfo, sels->rinfos, i);
 		uint32		rels = rel_mask(jp, rinfo->clause_relids);
-		int			single = list_nth_int(sel_prereq_rels, i);
+		int			single = list_nth_int(sels->prereq_rels, i);
 		List	   *prereq = NIL;
 		bool		complete_only = false;
 		QualCost	cost;
@@ -1165,58 +1332,111 @@ eddy_plan_join_path(PlannerInfo *root, RelOptInfo *joinrel,
 			{
 				/* after the earlier selections on the same relation */
 				for (j = 0; j < i; j++)
-					if (list_nth_int(sel_prereq_rels, j) == single)
+					if (list_nth_int(sels->prereq_rels, j) == single)
 						prereq = lappend_int(prereq, j);
 			}
 			else
 			{
 				/* over several relations: last, on complete tuples */
 				complete_only = true;
-				for (j = 0; j < list_length(sel_rinfos); j++)
-					if (j != i && !EddyExprMayRaise((Node *) list_nth_node(RestrictInfo, sel_rinfos, j)->clause))
+				for (j = 0; j < nsels; j++)
+					if (j != i && !EddyExprMayRaise((Node *) list_nth_node(RestrictInfo, sels->rinfos, j)->clause))
 						prereq = lappend_int(prereq, j);
 				for (j = 0; j < i; j++)
-					if (EddyExprMayRaise((Node *) list_nth_node(RestrictInfo, sel_rinfos, j)->clause))
+					if (EddyExprMayRaise((Node *) list_nth_node(RestrictInfo, sels->rinfos, j)->clause))
 						prereq = lappend_int(prereq, j);
 			}
 		}
 		cost_qual_eval_node(&cost, (Node *) rinfo, root);
-		{
-			List	   *desc;
+		modules = lappend(modules,
+						  EddySelectionPrivate(complete_only ? all_rels : rels, prereq,
+											   list_length(*exprs),
+											   clause_selectivity(root, (Node *) rinfo, 0,
+																  JOIN_INNER, NULL),
+											   cost.per_tuple + cost.startup));
+		*exprs = lappend(*exprs, rinfo->clause);
+	}
+	return modules;
+}
 
-			desc = list_make5(makeInteger(EDDY_MODULE_SELECTION),
-							  makeInteger((int) (complete_only ? all_rels : rels)),
-							  prereq,
-							  makeInteger(list_length(exprs)),
-							  makeFloat(psprintf("%.6g",
-												 clause_selectivity(root, (Node *) rinfo, 0,
-																	JOIN_INNER, NULL))));
-			desc = lappend(desc, makeFloat(psprintf("%.6g", cost.per_tuple + cost.startup)));
-			Assert(list_length(desc) == EddySelNumItems);
-			modules = lappend(modules, desc);
-		}
-		exprs = lappend(exprs, rinfo->clause);
-		i++;
+/*
+ * Does a probe into the side of a hash join made of relation `rel` alone
+ * (its tree side is `mask`) find at most one match?  When rel has a unique
+ * index on its join keys: then a tuple of the other side that found its
+ * match needs no storing.
+ */
+static bool
+probe_side_unique(PlannerInfo *root, EddyJoinPath *jp, int rel, uint32 mask,
+				  List *keyclauses, List **scan_quals)
+{
+	RelOptInfo *relinfo = jp->rels[rel];
+	List	   *kexprs = NIL;
+	List	   *kops = NIL;
+	List	   *saved;
+	bool		unique;
+	ListCell   *lc;
+
+	if (keyclauses == NIL || mask != (1u << rel) ||
+		planner_rt_fetch(relinfo->relid, root)->rtekind != RTE_RELATION)
+		return false;
+	foreach(lc, keyclauses)
+	{
+		RestrictInfo *rinfo = lfirst_node(RestrictInfo, lc);
+		Oid			op = ((OpExpr *) rinfo->clause)->opno;
+
+		/* relation_has_unique_index_for wants rel's side on the right */
+		if (bms_is_member(relinfo->relid, rinfo->left_relids))
+			op = get_commutator(op);
+		if (!OidIsValid(op))
+			return false;
+		kexprs = lappend(kexprs, clause_side(rinfo, relinfo->relid));
+		kops = lappend_oid(kops, op);
 	}
 
-	/* Join modules: the tree's edges */
+	/*
+	 * relation_has_unique_index_for also counts the rel's `column =
+	 * constant` restrictions; only those its scan keeps hold for every tuple
+	 * in the STAIR (routed ones run in the eddy, maybe after the join; a
+	 * relation reached by an index join keeps none).
+	 */
+	saved = relinfo->baserestrictinfo;
+	relinfo->baserestrictinfo = scan_quals[rel];
+	unique = relation_has_unique_index_for(root, relinfo, NIL, kexprs, kops);
+	relinfo->baserestrictinfo = saved;
+	return unique;
+}
+
+/*
+ * Join modules (returned), one per edge of the tree, in jp->edges order.
+ * An index join's end 0 is the relation it probes from, end 1 the one it
+ * probes into; a hash join's ends are the edge's.  Key expressions and the
+ * join condition are appended to *exprs; unique[k][s] tells whether a probe
+ * into side s of edge k finds at most one match.
+ */
+static List *
+make_join_modules(PlannerInfo *root, EddyJoinPath *jp, List **scan_quals,
+				  List **exprs, bool (*unique)[2])
+{
+	List	   *modules = NIL;
+	uint32		all_rels = (jp->nrels >= 32) ? ~0u : ((1u << jp->nrels) - 1);
+	int			k = 0;
+	ListCell   *lc;
+
 	foreach(lc, jp->edges)
 	{
 		JoinEdge   *e = lfirst(lc);
-		List	   *keyclauses = e->index_into >= 0 ? e->index_clauses : e->clauses;
-		int			side0 = e->index_into >= 0 ? (e->index_into == e->a ? e->b : e->a) : e->a;
+		bool		index_join = e->index_into >= 0;
+		List	   *keyclauses = index_join ? e->index_clauses : e->clauses;
+		int			side0 = index_join ? (e->index_into == e->a ? e->b : e->a) : e->a;
 		int			side1 = (side0 == e->a) ? e->b : e->a;
+		uint32		mask0 = tree_side(jp, e, side0);
+		uint32		mask1 = all_rels & ~mask0;
 		List	   *opnos = NIL;
 		List	   *colls = NIL;
 		List	   *keys0 = NIL;
 		List	   *keys1 = NIL;
-		uint32		mask0 = 0;
-		uint32		mask1 = 0;
+		Node	   *items[EddyJoinNumItems];
 		ListCell   *lc2;
-		List	   *module;
-
-		mask0 = tree_side(jp, e, side0);
-		mask1 = all_rels & ~mask0;
 
 		foreach(lc2, keyclauses)
 		{
@@ -1227,95 +1447,131 @@ eddy_plan_join_path(PlannerInfo *root, RelOptInfo *joinrel,
 
 			if (!bms_is_member(relid0, rinfo->left_relids))
 				opno = get_commutator(opno);
-			opnos = lappend(opnos, make_oid(opno));
-			colls = lappend(colls, make_oid(op->inputcollid));
-			keys0 = lappend_int(keys0, list_length(exprs));
-			exprs = lappend(exprs, clause_side(rinfo, relid0));
-			keys1 = lappend_int(keys1, list_length(exprs));
-			exprs = lappend(exprs, clause_side(rinfo, jp->rels[side1]->relid));
+			opnos = lappend(opnos, EddyPrivateOid(opno));
+			colls = lappend(colls, EddyPrivateOid(op->inputcollid));
+			keys0 = lappend_int(keys0, list_length(*exprs));
+			*exprs = lappend(*exprs, clause_side(rinfo, relid0));
+			keys1 = lappend_int(keys1, list_length(*exprs));
+			*exprs = lappend(*exprs, clause_side(rinfo, jp->rels[side1]->relid));
 		}
-		module = list_make5(makeInteger(e->index_into >= 0 ? EDDY_MODULE_INDEX_JOIN : EDDY_MODULE_HASH_JOIN),
-							list_make2(makeInteger(side0), makeInteger(side1)),
-							list_make2(makeInteger((int) mask0), makeInteger((int) mask1)),
-							opnos,
-							colls);
-		module = lappend(module, keys0);
-		module = lappend(module, keys1);
+		unique[k][0] = !index_join &&
+			probe_side_unique(root, jp, side0, mask0, keyclauses, scan_quals);
+		unique[k][1] = !index_join &&
+			probe_side_unique(root, jp, side1, mask1, keyclauses, scan_quals);
+
+		items[EddyJoinKind] = (Node *) makeInteger(index_join ?
+												   EDDY_MODULE_INDEX_JOIN :
+												   EDDY_MODULE_HASH_JOIN);
+		items[EddyJoinEnds] = (Node *) list_make2(makeInteger(side0), makeInteger(side1));
+		items[EddyJoinSides] = (Node *) list_make2(makeInteger((int) mask0),
+												   makeInteger((int) mask1));
+		items[EddyJoinOperators] = (Node *) opnos;
+		items[EddyJoinCollations] = (Node *) colls;
+		items[EddyJoinKeys0] = (Node *) EddyPrivateIntegers(keys0);
+		items[EddyJoinKeys1] = (Node *) EddyPrivateIntegers(keys1);
 		/* the join condition, for EXPLAIN */
-		module = lappend(module, makeInteger(list_length(exprs)));
-
-		/*
-		 * Does a probe into side s's STAIR find at most one match?  When
-		 * side s is one relation with a unique index on its join keys: then
-		 * a tuple of the other side that found its match needs no storing.
-		 */
-		{
-			List	   *uniq = NIL;
-			int			s;
-
-			for (s = 0; s < 2; s++)
-			{
-				int			rel = s == 0 ? side0 : side1;
-				uint32		mask = s == 0 ? mask0 : mask1;
-				List	   *kexprs = NIL;
-				List	   *kops = NIL;
-				bool		unique = false;
-
-				if (e->index_into < 0 && keyclauses != NIL && mask == (1u << rel) &&
-					planner_rt_fetch(jp->rels[rel]->relid, root)->rtekind == RTE_RELATION)
-				{
-					ListCell   *lc3;
-					bool		ok = true;
-
-					foreach(lc3, keyclauses)
-					{
-						RestrictInfo *rinfo = lfirst_node(RestrictInfo, lc3);
-						Oid			op = ((OpExpr *) rinfo->clause)->opno;
-
-						/* relation_has_unique_index_for wants rel's side on the right */
-						if (bms_is_member(jp->rels[rel]->relid, rinfo->left_relids))
-							op = get_commutator(op);
-						if (!OidIsValid(op))
-							ok = false;
-						kexprs = lappend(kexprs, clause_side(rinfo, jp->rels[rel]->relid));
-						kops = lappend_oid(kops, op);
-					}
-					if (ok)
-					{
-						/*
-						 * relation_has_unique_index_for also counts the
-						 * rel's `column = constant` restrictions; only those
-						 * its scan keeps hold for every tuple in the STAIR
-						 * (routed ones run in the eddy, maybe after the join;
-						 * a relation reached by an index join keeps none).
-						 */
-						List	   *saved = jp->rels[rel]->baserestrictinfo;
-
-						jp->rels[rel]->baserestrictinfo = scan_quals[rel];
-						unique = relation_has_unique_index_for(root, jp->rels[rel], NIL,
-															   kexprs, kops);
-						jp->rels[rel]->baserestrictinfo = saved;
-					}
-				}
-				uniq = lappend(uniq, makeInteger(unique ? 1 : 0));
-			}
-			module = lappend(module, uniq);
-		}
-		/* estimated tuples per side, to size the STAIRs, and selectivity */
-		module = lappend(module,
-						 list_make2(makeFloat(psprintf("%.0f", jp->rels[side0]->rows)),
-									makeFloat(psprintf("%.0f", jp->rels[side1]->rows))));
-		module = lappend(module,
-						 makeFloat(psprintf("%.6g", keyclauses == NIL ? 1.0 :
-											clauselist_selectivity(root, keyclauses, 0,
-																   JOIN_INNER, NULL))));
-		module = lappend(module, make_oid(e->index_into >= 0 ? e->index->indexoid : InvalidOid));
-		module = lappend(module, e->index_into >= 0 ? e->index_cols : NIL);
-		Assert(list_length(module) == EddyJoinNumItems);
-		exprs = lappend(exprs, keyclauses == NIL ? (Expr *) makeBoolConst(true, false) :
-						make_ands_explicit(extract_actual_clauses(keyclauses, false)));
-		modules = lappend(modules, module);
+		items[EddyJoinCondition] = (Node *) makeInteger(list_length(*exprs));
+		*exprs = lappend(*exprs, keyclauses == NIL ? (Expr *) makeBoolConst(true, false) :
+						 make_ands_explicit(extract_actual_clauses(keyclauses, false)));
+		items[EddyJoinUnique] = (Node *) list_make2(makeInteger(unique[k][0] ? 1 : 0),
+													makeInteger(unique[k][1] ? 1 : 0));
+		/* estimated tuples per side, to size the STAIRs */
+		items[EddyJoinEstRows] =
+			(Node *) list_make2(makeFloat(psprintf("%.0f", jp->rels[side0]->rows)),
+								makeFloat(psprintf("%.0f", jp->rels[side1]->rows)));
+		items[EddyJoinEstSelectivity] =
+			(Node *) makeFloat(psprintf("%.6g",
+										clauselist_selectivity(root, keyclauses, 0,
+															   JOIN_INNER, NULL)));
+		items[EddyJoinIndexOid] = EddyPrivateOid(index_join ? e->index->indexoid : InvalidOid);
+		items[EddyJoinIndexCols] = (Node *) (index_join ?
+											 EddyPrivateIntegers(e->index_cols) : NIL);
+		modules = lappend(modules, EddyPrivateList(items, EddyJoinNumItems));
+		k++;
 	}
+	return modules;
+}
+
+/*
+ * The order in which the eddy reads its sources (returned, a List of
+ * Integer).  A relation whose hash joins all probe unique sides (the center
+ * of a star over primary keys) is read last: each of its tuples then finds
+ * its matches at once and is never stored.  Otherwise PostgreSQL's build
+ * order stands.
+ */
+static List *
+source_reading_order(EddyJoinPath *jp, bool (*unique)[2])
+{
+	List	   *order = NIL;
+	int		   *unique_edges = palloc0(sizeof(int) * jp->nrels);
+	int			k = 0;
+	int			pass;
+	ListCell   *lc;
+
+	foreach(lc, jp->edges)
+	{
+		JoinEdge   *e = lfirst(lc);
+
+		/* a hash join's end 0 is e->a, its end 1 e->b */
+		if (e->index_into < 0)
+		{
+			if (unique[k][1])
+				unique_edges[e->a]++;
+			if (unique[k][0])
+				unique_edges[e->b]++;
+		}
+		k++;
+	}
+	for (pass = 0; pass < 2; pass++)
+	{
+		foreach(lc, jp->source_order)
+		{
+			int			r = lfirst_int(lc);
+			int			degree = 0;
+			bool		all_unique;
+			ListCell   *lc2;
+
+			foreach(lc2, jp->edges)
+			{
+				JoinEdge   *e = lfirst(lc2);
+
+				if (e->index_into < 0 && (e->a == r || e->b == r))
+					degree++;
+			}
+			all_unique = degree > 0 && unique_edges[r] == degree;
+			if (all_unique == (pass == 1))
+				order = lappend(order, makeInteger(r));
+		}
+	}
+	return order;
+}
+
+static Plan *
+eddy_plan_join_path(PlannerInfo *root, RelOptInfo *joinrel,
+					CustomPath *best_path, List *tlist,
+					List *clauses, List *custom_plans)
+{
+	EddyJoinPath *jp = (EddyJoinPath *) best_path;
+	CustomScan *cscan = makeNode(CustomScan);
+	List	   *scan_tlist = NIL;
+	List	   *exprs = NIL;
+	List	   *sources;
+	List	   *modules;
+	PlanSelections sels = {NIL, NIL};
+	List	  **scan_quals = palloc0(sizeof(List *) * jp->nrels);	/* restrictions
+																	 * a source's
+																	 * scan keeps */
+	bool		(*unique)[2] = palloc0(sizeof(bool[2]) * Max(list_length(jp->edges), 1));
+	Node	   *priv[EddyPrivNumItems];
+
+	sources = make_sources(root, jp, custom_plans, &scan_tlist, &sels, scan_quals);
+	add_block_selections(jp, &sels);
+	modules = make_selection_modules(root, jp, &sels, &exprs);
+	modules = list_concat(modules, make_join_modules(root, jp, scan_quals, &exprs, unique));
+
+	priv[EddyPrivSources] = (Node *) sources;
+	priv[EddyPrivModules] = (Node *) modules;
+	priv[EddyPrivSourceOrder] = (Node *) source_reading_order(jp, unique);
 
 	cscan->scan.plan.targetlist = tlist;
 	cscan->scan.plan.qual = NIL;
@@ -1323,55 +1579,7 @@ eddy_plan_join_path(PlannerInfo *root, RelOptInfo *joinrel,
 	cscan->flags = best_path->flags;
 	cscan->custom_plans = custom_plans;
 	cscan->custom_exprs = exprs;
-	{
-		List	   *order = NIL;
-		int		   *unique_edges = palloc0(sizeof(int) * jp->nrels);
-		int			pass;
-
-		/*
-		 * A relation whose joins all probe unique sides (the center of a star
-		 * over primary keys) is read last: each of its tuples then finds its
-		 * matches at once and is never stored.  Otherwise PostgreSQL's build
-		 * order stands.
-		 */
-		foreach(lc, modules)
-		{
-			List	   *md = lfirst(lc);
-			List	   *ends;
-			List	   *uniq;
-
-			if (intVal(list_nth(md, EddyJoinKind)) != EDDY_MODULE_HASH_JOIN)
-				continue;
-			ends = list_nth(md, EddyJoinEnds);
-			uniq = list_nth(md, EddyJoinUnique);
-			if (intVal(lsecond(uniq)))
-				unique_edges[intVal(linitial(ends))]++;
-			if (intVal(linitial(uniq)))
-				unique_edges[intVal(lsecond(ends))]++;
-		}
-		for (pass = 0; pass < 2; pass++)
-		{
-			foreach(lc, jp->source_order)
-			{
-				int			r = lfirst_int(lc);
-				int			degree = 0;
-				bool		all_unique;
-				ListCell   *lc2;
-
-				foreach(lc2, jp->edges)
-				{
-					JoinEdge   *e = lfirst(lc2);
-
-					if (e->index_into < 0 && (e->a == r || e->b == r))
-						degree++;
-				}
-				all_unique = degree > 0 && unique_edges[r] == degree;
-				if (all_unique == (pass == 1))
-					order = lappend(order, makeInteger(r));
-			}
-		}
-		cscan->custom_private = list_make3(sources, modules, order);
-	}
+	cscan->custom_private = EddyPrivateList(priv, EddyPrivNumItems);
 	cscan->custom_scan_tlist = scan_tlist;
 	cscan->methods = &eddy_scan_methods;
 

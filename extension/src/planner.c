@@ -27,7 +27,10 @@
  * row marks (FOR UPDATE/SHARE), LATERAL references, WHERE CURRENT OF, and
  * more routable predicates than EDDY_MAX_SELECTIONS.
  *
- * The hooks are chained to whatever was installed before us.
+ * The hooks are chained to whatever was installed before us.  This file
+ * decides only whether a block gets an eddy; the clause tests it relies on
+ * (security levels, selection candidates) are in clauses.c, and the paths
+ * and plans are made by plan.c (one relation) and plan_join.c (joins).
  *
  *-------------------------------------------------------------------------
  */
@@ -45,6 +48,9 @@
 #include "parser/parsetree.h"
 #include "optimizer/tlist.h"
 #include "utils/lsyscache.h"
+
+#include "clauses.h"
+#include "plan.h"
 
 static set_rel_pathlist_hook_type prev_set_rel_pathlist_hook = NULL;
 static join_search_hook_type prev_join_search_hook = NULL;
@@ -111,117 +117,6 @@ eddy_unsupported_reason(PlannerInfo *root, RelOptInfo *rel, Index rti,
 			return "WHERE CURRENT OF";
 	}
 	return NULL;
-}
-
-/*
- * Highest security level among the relation's (non-pseudoconstant)
- * restriction clauses: the level of the user's own predicates.
- */
-int
-EddyUserSecurityLevel(List *clauses)
-{
-	ListCell   *lc;
-	Index		level = 0;
-
-	foreach(lc, clauses)
-	{
-		RestrictInfo *rinfo = lfirst_node(RestrictInfo, lc);
-
-		if (!rinfo->pseudoconstant && rinfo->security_level > level)
-			level = rinfo->security_level;
-	}
-	return (int) level;
-}
-
-/*
- * The clauses in the order PostgreSQL evaluates them (createplan.c's
- * order_qual_clauses, which is static): by security level, a leakproof
- * clause counting as level 0, then by cost; stable.
- */
-List *
-EddyOrderQualClauses(PlannerInfo *root, List *clauses)
-{
-	typedef struct
-	{
-		Node	   *clause;
-		Cost		cost;
-		Index		security_level;
-	} QualItem;
-	int			n = list_length(clauses);
-	QualItem   *items;
-	List	   *result = NIL;
-	ListCell   *lc;
-	int			i;
-
-	if (n <= 1)
-		return list_copy(clauses);
-	items = palloc(n * sizeof(QualItem));
-	i = 0;
-	foreach(lc, clauses)
-	{
-		Node	   *clause = lfirst(lc);
-		QualCost	qcost;
-
-		cost_qual_eval_node(&qcost, clause, root);
-		items[i].clause = clause;
-		items[i].cost = qcost.per_tuple;
-		if (IsA(clause, RestrictInfo))
-		{
-			RestrictInfo *rinfo = (RestrictInfo *) clause;
-
-			items[i].security_level = rinfo->leakproof ? 0 : rinfo->security_level;
-		}
-		else
-			items[i].security_level = 0;
-		i++;
-	}
-	for (i = 1; i < n; i++)
-	{
-		QualItem	newitem = items[i];
-		int			j;
-
-		for (j = i; j > 0; j--)
-		{
-			QualItem   *olditem = &items[j - 1];
-
-			if (newitem.security_level > olditem->security_level ||
-				(newitem.security_level == olditem->security_level &&
-				 newitem.cost >= olditem->cost))
-				break;
-			items[j] = *olditem;
-		}
-		items[j] = newitem;
-	}
-	for (i = 0; i < n; i++)
-		result = lappend(result, items[i].clause);
-	return result;
-}
-
-/*
- * May this restriction clause become a selection operator?  It must be a
- * user predicate (highest security level), not a pseudoconstant (those
- * become a gating Result), free of PlaceHolderVars, and at least
- * eddy.selection_min_cost per tuple.
- */
-bool
-EddyClauseIsCandidate(PlannerInfo *root, RestrictInfo *rinfo, int user_level)
-{
-	QualCost	cost;
-	List	   *vars;
-	ListCell   *lc;
-
-	if (rinfo->pseudoconstant)
-		return false;
-	if ((int) rinfo->security_level != user_level)
-		return false;
-	vars = pull_var_clause((Node *) rinfo->clause, PVC_INCLUDE_PLACEHOLDERS);
-	foreach(lc, vars)
-	{
-		if (!IsA(lfirst(lc), Var))
-			return false;		/* a PlaceHolderVar: leave it to the scan */
-	}
-	cost_qual_eval_node(&cost, (Node *) rinfo, root);
-	return cost.per_tuple + cost.startup >= eddy_selection_min_cost;
 }
 
 /*

@@ -127,6 +127,7 @@
 #include "utils/ruleutils.h"
 #include "port/pg_bitutils.h"
 
+#include "clauses.h"
 #include "stair.h"
 
 #define SHJ_NODE_NAME			"Symmetric Hash Join"
@@ -384,64 +385,6 @@ shj_reparameterize(PlannerInfo *root, List *custom_private,
 					  list_nth(custom_private, ShjPathPrivInnerUnique));
 }
 
-/*
- * Order clauses as create_join_plan would (createplan.c's static
- * order_qual_clauses): by security level, then cost, stably; a cheap
- * leakproof clause counts as level 0.
- */
-static List *
-shj_order_clauses(PlannerInfo *root, List *rinfos)
-{
-	typedef struct
-	{
-		RestrictInfo *rinfo;
-		Cost		cost;
-		Index		security_level;
-	} QualItem;
-	int			n = list_length(rinfos);
-	QualItem   *items;
-	List	   *result = NIL;
-	int			i;
-
-	if (n <= 1)
-		return rinfos;
-	items = palloc(sizeof(QualItem) * n);
-	for (i = 0; i < n; i++)
-	{
-		RestrictInfo *rinfo = list_nth_node(RestrictInfo, rinfos, i);
-		QualCost	qcost;
-
-		cost_qual_eval_node(&qcost, (Node *) rinfo, root);
-		items[i].rinfo = rinfo;
-		items[i].cost = qcost.per_tuple;
-		if (rinfo->leakproof && items[i].cost < 10 * cpu_operator_cost)
-			items[i].security_level = 0;
-		else
-			items[i].security_level = rinfo->security_level;
-	}
-	for (i = 1; i < n; i++)
-	{
-		QualItem	item = items[i];
-		int			j;
-
-		for (j = i; j > 0; j--)
-		{
-			QualItem   *prev = &items[j - 1];
-
-			if (item.security_level > prev->security_level ||
-				(item.security_level == prev->security_level &&
-				 item.cost >= prev->cost))
-				break;
-			items[j] = *prev;
-		}
-		items[j] = item;
-	}
-	for (i = 0; i < n; i++)
-		result = lappend(result, items[i].rinfo);
-	pfree(items);
-	return result;
-}
-
 /* Copies of the children's target lists, one after the other */
 static List *
 shj_scan_tlist(List *outer_tlist, List *inner_tlist)
@@ -494,7 +437,8 @@ shj_plan_custom_path(PlannerInfo *root, RelOptInfo *rel,
 	if (clauses != NIL)
 		joinrinfos = list_concat_unique_ptr(list_copy(joinrinfos), clauses);
 
-	joinrinfos = shj_order_clauses(root, joinrinfos);
+	/* as create_join_plan orders them */
+	joinrinfos = EddyOrderQualClauses(root, joinrinfos);
 	joinquals = list_difference(extract_actual_clauses(joinrinfos, false),
 								get_actual_clauses(hashrinfos));
 	onetime = extract_actual_clauses(joinrinfos, true);

@@ -109,6 +109,14 @@ SET client_min_messages = debug1;
 EXPLAIN (COSTS OFF) SELECT count(*) FROM ja JOIN jb ON ja.x = jb.s;
 RESET client_min_messages;
 SELECT count(*) FROM ja JOIN jb ON ja.x = jb.s;
+-- a block that falls back on the memory estimate leaves PostgreSQL's plan
+-- as it was: the scan of ja returns only what the join needs, not the
+-- column its restriction reads (the eddy's source would have): the same
+-- plan as with eddy off
+EXPLAIN (VERBOSE, COSTS OFF) SELECT count(*) FROM ja JOIN jb ON ja.x = jb.s WHERE ja.t <> 'x';
+SET eddy.enabled = off;
+EXPLAIN (VERBOSE, COSTS OFF) SELECT count(*) FROM ja JOIN jb ON ja.x = jb.s WHERE ja.t <> 'x';
+RESET eddy.enabled;
 CREATE FUNCTION many(n int) RETURNS SETOF int LANGUAGE plpgsql ROWS 10 AS
 $$ BEGIN RETURN QUERY SELECT generate_series(1, n); END $$;
 SET eddy.max_memory = '2MB';

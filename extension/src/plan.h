@@ -1,0 +1,30 @@
+/*-------------------------------------------------------------------------
+ *
+ * plan.h
+ *	  Eddy paths and plans: what planner.c calls once a block qualifies.
+ *
+ * plan.c turns one relation's scan path into a selection eddy; plan_join.c
+ * turns a join block into a join eddy.  Both make plans whose
+ * custom_private follows private.h.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef EDDY_PLAN_H
+#define EDDY_PLAN_H
+
+#include "nodes/pathnodes.h"
+
+/* plan.c */
+extern Path *EddyCreatePath(PlannerInfo *root, RelOptInfo *rel, Path *child,
+							PathTarget *source_target);
+extern List *EddyPrivateList(Node **items, int nitems);
+extern List *EddyPrivateIntegers(List *ints);
+extern Node *EddyPrivateOid(Oid oid);
+extern List *EddySelectionPrivate(uint32 sources, List *prereqs, int expr_index,
+								  Selectivity est_sel, Cost est_cost);
+
+/* plan_join.c */
+extern Path *EddyCreateJoinPath(PlannerInfo *root, RelOptInfo *joinrel,
+								List *initial_rels);
+
+#endif							/* EDDY_PLAN_H */
