@@ -91,6 +91,13 @@ eddy_now_ns(void)
 	return (double) ts.tv_sec * 1e9 + (double) ts.tv_nsec;
 }
 
+/* eddy.source_schedule (schedule.c) */
+typedef enum EddySchedule
+{
+	EDDY_SCHEDULE_BUILD,		/* one after another, in build order */
+	EDDY_SCHEDULE_PROPORTIONAL	/* interleaved at rates proportional to size */
+} EddySchedule;
+
 /* eddy.source_rates and eddy.source_delays (schedule.c) */
 #define EDDY_MIN_SOURCE_RATE		1e-6
 #define EDDY_MAX_SOURCE_RATE		1e6

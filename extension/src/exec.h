@@ -96,13 +96,6 @@ extern AttrNumber EddyPredicateMaxAttno(Expr *expr);
  * ----------------------------------------------------------------
  */
 
-/* eddy.source_schedule (schedule.c) */
-typedef enum EddySchedule
-{
-	EDDY_SCHEDULE_BUILD,		/* one after another, in build order */
-	EDDY_SCHEDULE_PROPORTIONAL	/* interleaved at rates proportional to size */
-} EddySchedule;
-
 typedef struct EddySource
 {
 	EddySourceMethod method;
