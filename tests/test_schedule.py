@@ -66,7 +66,7 @@ def test_build_order_reads_one_source_after_another(path3):
     plan, eddy = analyze(path3)
     assert "Source Schedule" not in eddy
     runs = history(eddy)
-    assert [n for _, n in runs][-1] == ROWS
+    assert len(runs) <= 3 and runs[-1][1] >= ROWS  # s last (its run may merge with r's or t's)
     assert sum(n for _, n in runs) == 2 * DIM + ROWS
     assert plan["Plans"][0]["Actual Rows"] == 1
 

@@ -182,8 +182,10 @@ EddyExplain(CustomScanState *node, List *ancestors, ExplainState *xs)
 	if (!es->chain && (es->schedule != EDDY_SCHEDULE_BUILD || es->delayed))
 	{
 		StringInfoData buf;
+		bool		listed = false;
 
 		/* the schedule, and the sources' rates and delays if any */
+
 		initStringInfo(&buf);
 		appendStringInfoString(&buf, EddyScheduleName(es->schedule));
 		for (i = 0; i < es->nsources; i++)
@@ -193,14 +195,15 @@ EddyExplain(CustomScanState *node, List *ancestors, ExplainState *xs)
 			if (src->method != EDDY_SOURCE_SCAN ||
 				(src->rate == 1.0 && src->delay_ms == 0))
 				continue;
-			appendStringInfo(&buf, "%s %s", buf.len > 0 && strchr(buf.data, '(') ? "," : " (",
+			appendStringInfo(&buf, "%s%s", listed ? ", " : " (",
 							 src->name ? src->name : "?");
 			if (src->rate != 1.0)
 				appendStringInfo(&buf, " rate %g", src->rate);
 			if (src->delay_ms > 0)
 				appendStringInfo(&buf, " delay %g ms", src->delay_ms);
+			listed = true;
 		}
-		if (strchr(buf.data, '('))
+		if (listed)
 			appendStringInfoChar(&buf, ')');
 		ExplainPropertyText("Source Schedule", buf.data, xs);
 	}
