@@ -19,7 +19,9 @@
  *	 EDDY_STATE_READ	read the next source tuple from the source the
  *						schedule chooses (schedule.c; by default one after
  *						another in PostgreSQL's build order, centres of stars
- *						last); none left: DONE
+ *						last); none left: DONE.  The first READ reads one
+ *						tuple of every source first: one empty source makes
+ *						the result empty, and the eddy DONE at once
  *	 EDDY_STATE_ROUTE	route the current tuple until it leaves: output
  *						(returned; then DRAIN), dropped, or handed to a join
  *						(DRAIN); a unique probe's one result goes on at once
@@ -419,9 +421,42 @@ read_chain(EddyState *es)
  * points into the source's slot (tuple.c), valid until the next point of
  * stasis.
  */
+/*
+ * Before the first tuple is routed, read one tuple of every scanned
+ * source: if one is empty, so is the block's result (every result holds a
+ * row of every source), and the eddy is done before it stores anything (a
+ * cross product of the other sources, say, that PostgreSQL never builds).
+ * Each source keeps the tuple it read in its slot, untouched until the
+ * schedule reads that source next.
+ */
+static bool
+peek_sources(EddyState *es)
+{
+	int			i;
+
+	es->peeked = true;
+	for (i = 0; i < es->nsources; i++)
+	{
+		EddySource *src = &es->sources[i];
+
+		if (src->method != EDDY_SOURCE_SCAN)
+			continue;
+		src->pending = ExecProcNode(src->plan);
+		if (TupIsNull(src->pending))
+		{
+			src->pending = NULL;
+			return false;
+		}
+	}
+	return true;
+}
+
 static EddyTuple *
 read_source(EddyState *es)
 {
+	if (unlikely(!es->peeked) && !peek_sources(es))
+		return NULL;			/* a source is empty: so is the result */
+
 	for (;;)
 	{
 		int			i;
@@ -444,7 +479,13 @@ read_source(EddyState *es)
 		else if ((i = EddyScheduleNext(es)) < 0)
 			return NULL;
 		src = &es->sources[i];
-		slot = ExecProcNode(src->plan);
+		if (src->pending != NULL)
+		{
+			slot = src->pending;	/* read by peek_sources */
+			src->pending = NULL;
+		}
+		else
+			slot = ExecProcNode(src->plan);
 		if (TupIsNull(slot))
 		{
 			src->exhausted = true;
@@ -687,6 +728,7 @@ eddy_rescan(CustomScanState *node)
 	es->next_source = 0;
 	es->exhausted = 0;
 	es->start_time = 0;
+	es->peeked = false;
 	for (i = 0; i < es->nmodules; i++)
 	{
 		EddyModule *m = es->modules[i];
@@ -709,6 +751,7 @@ eddy_rescan(CustomScanState *node)
 			continue;
 		src->exhausted = false;
 		src->nread = 0;
+		src->pending = NULL;
 		if (node->ss.ps.chgParam != NULL)
 			UpdateChangedParamSet(src->plan, node->ss.ps.chgParam);
 		if (src->plan->chgParam == NULL)

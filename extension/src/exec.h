@@ -114,6 +114,7 @@ typedef struct EddySource
 
 	/* scanned */
 	PlanState  *plan;
+	TupleTableSlot *pending;	/* a tuple read ahead, not yet routed */
 	bool		exhausted;
 	uint64		nread;			/* tuples read */
 	double		rate;			/* eddy.source_rates (proportional schedule) */
@@ -339,6 +340,7 @@ struct EddyState
 	uint32		scanned;		/* sources read by a child plan */
 	uint32		exhausted;		/* ... of which these are exhausted */
 	EddySchedule schedule;
+	bool		peeked;			/* every source's first tuple read ahead */
 	bool		delayed;		/* some source has an initial delay */
 	TimestampTz start_time;		/* of the first read, when delayed */
 
