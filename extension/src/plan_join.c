@@ -1049,16 +1049,14 @@ join_state_fits(EddyJoinPath *jp)
 {
 	double		state = 0;
 	int			nstairs = 0;
-	int			last = -1;
 	ListCell   *lc;
 
 	/*
-	 * A STAIR stores only what can still be probed (mod_hashjoin.c): read
-	 * in build order, the relation read last (PostgreSQL's outermost probe
-	 * side) is never stored.
+	 * Every relation counts, although the relation read last is never
+	 * stored (mod_hashjoin.c): with no spilling yet, the margin keeps
+	 * blocks whose row estimates are low (join_hash's
+	 * bigger_than_it_looks) with PostgreSQL's hash joins, which batch.
 	 */
-	if (eddy_source_schedule == EDDY_SCHEDULE_BUILD && jp->source_order != NIL)
-		last = llast_int(jp->source_order);
 	foreach(lc, jp->edges)
 	{
 		JoinEdge   *e = lfirst(lc);
@@ -1066,10 +1064,8 @@ join_state_fits(EddyJoinPath *jp)
 		if (e->index_into >= 0)
 			continue;
 		nstairs += 2;
-		if (e->a != last)
-			state += jp->rels[e->a]->rows * (jp->targets[e->a]->width + 96);
-		if (e->b != last)
-			state += jp->rels[e->b]->rows * (jp->targets[e->b]->width + 96);
+		state += jp->rels[e->a]->rows * (jp->targets[e->a]->width + 96) +
+			jp->rels[e->b]->rows * (jp->targets[e->b]->width + 96);
 	}
 	if (nstairs > 0 && state > (double) EddyMaxMemoryBytes(nstairs))
 	{
