@@ -33,8 +33,8 @@ from eddytools.fuzz import (
     POLICIES,
     Differ,
     FuzzQueryGenerator,
-    _candidates,
-    _honest,
+    candidates,
+    honest,
     is_ordered,
     minimise,
     relation_probes,
@@ -66,7 +66,7 @@ def test_fuzz_generator_is_reproducible_and_covers_its_space():
     relations, shapes, features = set(), set(), set()
     for q in qs:
         tree = sqlglot.parse_one(q.sql, read=DIALECT)
-        assert _honest(tree), q.sql
+        assert honest(tree), q.sql
         relations.add(q.relations)
         shapes.add(q.shape)
         features.update(q.features)
@@ -111,9 +111,9 @@ def test_minimiser_reduces_a_synthetic_failure():
     assert len(reduced) < len(SYNTHETIC) / 2
     assert len(tried) > 10
     for q in tried:
-        assert _honest(sqlglot.parse_one(q, read=DIALECT)), q
+        assert honest(sqlglot.parse_one(q, read=DIALECT)), q
     # nothing smaller fails: the result is a fixed point
-    assert not any(fails(c) for c in _candidates(reduced))
+    assert not any(fails(c) for c in candidates(reduced))
 
 
 def test_relation_probes_isolate_single_relation_restrictions():
