@@ -12,6 +12,7 @@ import psycopg
 import pytest
 
 from eddytools.db import explain_json, multiset, plan_nodes, set_gucs, sql_value
+from spark_loader import wisconsin
 
 SHJ = "Symmetric Hash Join"
 CHUNKS = 4
@@ -170,11 +171,13 @@ def test_generator_is_reproducible():
 
 
 def wisconsin_star(conn: psycopg.Connection, rows: int = 10000) -> str:
+    items = ", ".join([f"{wisconsin.multiplicative_permutation_sql('g', rows)} AS unique1",
+                       "g AS unique2", *wisconsin.attributes_sql("g", ("two", "ten")),
+                       "'x' || g AS stringu1"])
     for i in range(1, 6):
         conn.execute(f"""
 CREATE TABLE w{i} AS
-SELECT (g * 7919) % {rows} AS unique1, g AS unique2, g % 2 AS two, g % 10 AS ten,
-       'x' || g AS stringu1
+SELECT {items}
 FROM generate_series(0, {rows - 1}) g;
 ALTER TABLE w{i} ADD PRIMARY KEY (unique2);
 ANALYZE w{i};""")

@@ -51,6 +51,7 @@ from pathlib import Path
 import psycopg
 
 from eddytools.db import connect, eddy_nodes, explain_json, sql_value
+from spark_loader import wisconsin
 
 ROWS = 10_000
 KEYS = 50                        # parameter :a ranges over 0 .. KEYS-1
@@ -81,16 +82,26 @@ QUERIES: dict[str, tuple[int, dict[str, str], str]] = {
         ORDER BY lw1.unique1 DESC, lw2.four LIMIT 50) s"""),
 }
 
-SETUP_SQL = f"""
-DROP TABLE IF EXISTS lw1, lw2, lw3, lw4, load_expect;
-{''.join(f'''
+
+
+def _wisconsin_sql(k: int, prime: int) -> str:
+    """Wisconsin-like table lw<k> (``spark_loader.wisconsin``'s formulas over
+    the row number) with a unique index on unique2."""
+    items = [f"{wisconsin.multiplicative_permutation_sql('g', ROWS, prime)} AS unique1",
+             "g AS unique2",
+             *wisconsin.attributes_sql("g", ("two", "four", "ten", "hundred")),
+             f"{wisconsin.compact_string_sql('g', 2, 53)} AS stringu1"]
+    return f"""
 CREATE TABLE lw{k} AS
-SELECT (g * {p}) % {ROWS} AS unique1, g AS unique2,
-       g % 2 AS two, g % 4 AS four, g % 10 AS ten, g % 100 AS hundred,
-       chr(65 + g % 26) || chr(65 + (g / 26) % 26) || 'xx' || (g % 53)::text AS stringu1
+SELECT {", ".join(items)}
 FROM generate_series(0, {ROWS - 1}) g;
 CREATE UNIQUE INDEX ON lw{k} (unique2);
-ANALYZE lw{k};''' for k, p in zip(range(1, 5), (7, 13, 17, 19), strict=True))}
+ANALYZE lw{k};"""
+
+
+SETUP_SQL = f"""
+DROP TABLE IF EXISTS lw1, lw2, lw3, lw4, load_expect;
+{"".join(_wisconsin_sql(k, p) for k, p in zip(range(1, 5), (7, 13, 17, 19), strict=True))}
 CREATE TABLE load_expect (q text, a int, answer numeric, PRIMARY KEY (q, a));
 CREATE OR REPLACE FUNCTION load_check(q text, a int, got numeric) RETURNS int
 LANGUAGE plpgsql AS $$
