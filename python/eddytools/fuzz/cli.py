@@ -98,9 +98,13 @@ def run(dsn: str, *, queries: int, seed: int, schema_every: int = 250,
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m eddytools.fuzz",
                                  description=__doc__.split("\n\n")[0])
-    ap.add_argument("--dsn", required=True)
-    ap.add_argument("--queries", type=int, default=1000)
-    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--dsn", required=True,
+                    help="libpq connection string of a database on a server that preloads eddy"
+                         " (the data go to schema fz)")
+    ap.add_argument("--queries", type=int, default=1000,
+                    help="queries to generate and compare (default: 1000)")
+    ap.add_argument("--seed", type=int, default=1,
+                    help="seed of the data and the queries (default: 1)")
     ap.add_argument("--schema-every", type=int, default=250,
                     help="queries per schema (data seed seed*1000+k)")
     ap.add_argument("--settings", type=int, default=8,
