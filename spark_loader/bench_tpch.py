@@ -41,7 +41,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Self
+from typing import Any, Self
 
 import psycopg
 from psycopg import sql
@@ -200,9 +200,10 @@ def server_reads_files(conn: psycopg.Connection) -> bool:
     """Whether ``COPY ... FROM 'file'`` is allowed and the server is on this machine."""
     host = conn.info.host or ""
     local = host.startswith("/") or host in ("localhost", "127.0.0.1", "::1")
-    allowed = conn.execute(
+    row = conn.execute(
         "SELECT rolsuper OR pg_has_role(current_user, 'pg_read_server_files', 'MEMBER') "
-        "FROM pg_roles WHERE rolname = current_user").fetchone()[0]
+        "FROM pg_roles WHERE rolname = current_user").fetchone()
+    allowed = row is not None and row[0]
     return bool(local and allowed)
 
 
@@ -213,15 +214,15 @@ def reset_schema(conn: psycopg.Connection, schema: str) -> None:
 
 
 def baseline(conn: psycopg.Connection, sf: str, files: dict[str, Path], server_side: bool,
-             maintenance_work_mem: str) -> dict[str, float]:
+             maintenance_work_mem: str) -> dict[str, Any]:
     """One plain COPY per table, then (timed apart) the loader's keys, indexes, ANALYZE."""
     reset_schema(conn, COPY_SCHEMA)
     specs = tpch_tables(sf, "", None, None)
     for spec in specs:
-        cols = sql.SQL(", ").join(sql.SQL("{} {} NOT NULL").format(
+        coldefs = sql.SQL(", ").join(sql.SQL("{} {} NOT NULL").format(
             sql.Identifier(c), sql.SQL(t)) for c, t in spec.columns)
         conn.execute(sql.SQL("CREATE TABLE {} ({})").format(
-            sql.Identifier(COPY_SCHEMA, spec.name), cols))
+            sql.Identifier(COPY_SCHEMA, spec.name), coldefs))
     rows = 0
     with CpuMeter(conn.info.dbname, postmaster_pid(conn)) as meter:
         t0 = time.monotonic()
@@ -234,14 +235,14 @@ def baseline(conn: psycopg.Connection, sf: str, files: dict[str, Path], server_s
     conn.execute(sql.SQL("SET maintenance_work_mem = {}").format(
         sql.Literal(maintenance_work_mem)))
     for spec in specs:
-        table = sql.Identifier(COPY_SCHEMA, spec.name)
+        target = sql.Identifier(COPY_SCHEMA, spec.name)
         conn.execute(sql.SQL("ALTER TABLE {} ADD PRIMARY KEY ({})").format(
-            table, sql.SQL(", ").join(map(sql.Identifier, spec.primary_key))))
+            target, sql.SQL(", ").join(sql.Identifier(c) for c in spec.primary_key)))
         for cols in spec.indexes:
             conn.execute(sql.SQL("CREATE INDEX {} ON {} ({})").format(
-                sql.Identifier(index_name(spec.name, cols)), table,
-                sql.SQL(", ").join(map(sql.Identifier, cols))))
-        conn.execute(sql.SQL("ANALYZE {}").format(table))
+                sql.Identifier(index_name(spec.name, cols)), target,
+                sql.SQL(", ").join(sql.Identifier(c) for c in cols)))
+        conn.execute(sql.SQL("ANALYZE {}").format(target))
     index_seconds = time.monotonic() - t0
     conn.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(COPY_SCHEMA)))
     return {"copy": copy_seconds, "indexes": index_seconds, "rows": rows,
@@ -271,7 +272,7 @@ def spark_run(dsn: str, sf: str, extra: list[str], workdir: Path,
     cmd = [sys.executable, "-m", "spark_loader", "tpch", "--sf", sf, "--dsn", dsn,
            "--schema", SPARK_SCHEMA, "--force", "--quiet", "--summary-json", str(summary),
            *extra]
-    dbname = psycopg.conninfo.conninfo_to_dict(dsn)["dbname"]
+    dbname = str(psycopg.conninfo.conninfo_to_dict(dsn)["dbname"])
     with connect(dsn) as conn:
         postmaster = postmaster_pid(conn)
     with CpuMeter(dbname, postmaster) as meter:
@@ -334,8 +335,8 @@ def main(argv: list[str] | None = None) -> int:
     dsn = psycopg.conninfo.make_conninfo(args.dsn, host=conn.info.host,
                                          port=str(conn.info.port), user=conn.info.user,
                                          dbname=conn.info.dbname)
-    settings = dict(conn.execute("SELECT name, setting FROM pg_settings WHERE name = ANY(%s)",
-                                 (list(SETTINGS),)).fetchall())
+    settings: dict[str, str] = dict(conn.execute(
+        "SELECT name, setting FROM pg_settings WHERE name = ANY(%s)", (list(SETTINGS),)).fetchall())
     server_side = server_reads_files(conn)
     workdir = Path(args.workdir or tempfile.mkdtemp(prefix="bench_tpch-"))
     workdir.mkdir(parents=True, exist_ok=True)

@@ -202,7 +202,7 @@ def _bundles(request: LoadRequest, todo: list[pg.Plan]) -> list[tuple[Unit, ...]
                       request.part_bytes, fail_part=fail)
     small = [u for u in work if u.generator == "tpch" and u.nparts == 1]
     bundled = {id(u) for u in small}
-    bundles = [(u,) for u in work if id(u) not in bundled]
+    bundles: list[tuple[Unit, ...]] = [(u,) for u in work if id(u) not in bundled]
     current: list[Unit] = []
     for unit in sorted(small, key=lambda u: -u.est_bytes):
         if current and sum(u.est_bytes for u in current) + unit.est_bytes > request.part_bytes:
@@ -242,7 +242,7 @@ class _Pipeline:
                                 interruptOnCancel=True)
             rdd = self.sc.parallelize(self.work, len(self.work))
             self.job_result = rdd.mapPartitions(partial(load_partition, self.dsn)).collect()
-        except BaseException as exc:  # noqa: BLE001 - reported by run()
+        except BaseException as exc:
             self.job_error = exc
         finally:
             self.job_done.set()
@@ -274,9 +274,9 @@ class _Pipeline:
         parts = self.parts_done + sum(c[0] for c in current)
         rows = self.rows_done + sum(c[1] for c in current)
         elapsed = max(time.monotonic() - started, 1e-9)
-        self.out.status(f"loading: {parts}/{self.total_parts} parts, "
+        self.out.status(parts, self.total_parts,
                         f"{self._running_tasks()} running, {human(rows)} rows, "
-                        f"{human(rows / elapsed)} rows/s, {elapsed:.0f} s")
+                        f"{human(rows / elapsed)} rows/s")
 
     def _finish(self, plan: pg.Plan) -> TableResult:
         t0 = time.monotonic()

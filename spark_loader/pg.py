@@ -185,7 +185,7 @@ def plan_tables(conn: psycopg.Connection, schema: str, specs: list[TableSpec],
             continue
         same_schema = old.columns == spec.columns
         ours = old.marker is not None
-        if same_schema and ours and old.marker["params"] == spec.marker_params():
+        if same_schema and old.marker is not None and old.marker["params"] == spec.marker_params():
             if force:
                 plans.append(Plan(spec, "replace", "--force", old))
             else:

@@ -132,7 +132,7 @@ def _archive_key() -> str | None:
     return digest.hexdigest()[:16]
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
     """Whether process ``pid`` runs (an exited one not yet reaped does not)."""
     try:
         os.kill(pid, 0)
@@ -140,9 +140,8 @@ def _pid_alive(pid: int) -> bool:
         return False
     except PermissionError:
         pass
-    with contextlib.suppress(OSError):
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    with contextlib.suppress(OSError), open(f"/proc/{pid}/stat") as f:
+        return f.read().rsplit(")", 1)[1].split()[0] != "Z"
     return True
 
 
@@ -188,7 +187,7 @@ class ClassDataArchive:
                 pid = int(pidfile.read_text().strip() or "0")
             except (OSError, ValueError):
                 pid = 0
-            if pid and _pid_alive(pid):
+            if pid and pid_alive(pid):
                 busy = True
                 continue
             with contextlib.suppress(OSError):
@@ -215,7 +214,9 @@ class ClassDataArchive:
         if self.pending is None:
             return
         with contextlib.suppress(Exception):
-            pid = sc._jvm.java.lang.ProcessHandle.current().pid()   # noqa: SLF001
+            jvm = sc._jvm
+            assert jvm is not None     # a started context has its gateway
+            pid = jvm.java.lang.ProcessHandle.current().pid()
             Path(f"{self.pending}.pid").write_text(f"{pid}\n")
 
 
@@ -283,7 +284,7 @@ def _context(spark_conf, scratch: str, quiet: bool) -> SparkContext:
     from pyspark import SparkContext
     from pyspark.java_gateway import launch_gateway
 
-    if not quiet or SparkContext._active_spark_context is not None:   # noqa: SLF001
+    if not quiet or SparkContext._active_spark_context is not None:
         return SparkContext.getOrCreate(conf=spark_conf)
     path = os.path.join(scratch, "jvm.log")
     with open(path, "ab") as log:

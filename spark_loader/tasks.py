@@ -108,10 +108,14 @@ def copy_unit(dsn: str, unit: Unit, chunks: Iterator[bytes] | None = None) -> Pa
         ).fetchone()
         if claimed is None:
             conn.rollback()
-            rows, nbytes, crc = conn.execute(
+            done = conn.execute(
                 sql.SQL("SELECT rows, nbytes, crc FROM {} WHERE part = %s").format(ledger),
                 (unit.part,),
             ).fetchone()
+            if done is None:
+                raise RuntimeError(f"part {unit.part} of {unit.table}: claimed by another task, "
+                                   "but not in the ledger")
+            rows, nbytes, crc = done
             return PartResult(unit.table, unit.part, rows, nbytes, crc,
                               time.monotonic() - start, started, skipped=True)
         rows = nbytes = crc = 0

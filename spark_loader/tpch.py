@@ -269,8 +269,8 @@ class TableStreams:
         self.workdir = workdir
         self.fifos = {n: _Fifo(os.path.join(workdir, f"{n}.tbl.inprogress"))
                       for n in self.names}
-        cmd = _command(tables[0]) + ["--tables", ",".join(self.names),
-                                     "--output-dir", workdir, "--overwrite"]
+        cmd = [*_command(tables[0]), "--tables", ",".join(self.names),
+               "--output-dir", workdir, "--overwrite"]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         self._done = threading.Event()
         self._stderr = b""
@@ -329,7 +329,7 @@ def chunks(params: dict, part: int, nparts: int) -> Iterator[bytes]:
 
     ``params``: ``table``, ``sf`` (string), ``tpchgen`` (optional path).
     """
-    cmd = _command(params) + ["--tables", params["table"], "--stdout"]
+    cmd = [*_command(params), "--tables", params["table"], "--stdout"]
     if nparts > 1:
         cmd += ["--parts", str(nparts), "--part", str(part)]
     with tempfile.TemporaryFile() as errfile:

@@ -28,7 +28,8 @@ from eddytools.db import connect
 PG_BINDIR = os.environ.get("PG_BINDIR", "/usr/lib/postgresql/15/bin")
 
 
-def _pg_ctl() -> str:
+def pg_ctl_path() -> str:
+    """pg_ctl of PostgreSQL 15: in PG_BINDIR, else on the PATH."""
     path = os.path.join(PG_BINDIR, "pg_ctl")
     if not os.path.exists(path):
         found = shutil.which("pg_ctl")
@@ -39,7 +40,7 @@ def _pg_ctl() -> str:
 
 
 postgresql_proc = factories.postgresql_proc(
-    executable=_pg_ctl(),
+    executable=pg_ctl_path(),
     port=None,
     postgres_options=(
         "-c shared_preload_libraries=eddy "

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # tests/run-tests.sh: run every test against throwaway servers (called by `make test`).
 #
+#  0. lint: ruff and mypy (configured in pyproject.toml);
 #  1. pg_regress golden tests (make -C extension installcheck) against a server
 #     started here with eddy preloaded;
 #  2. PostgreSQL's own regression suite, eddy on vs off (tests/pgregress/run.sh,
@@ -47,6 +48,16 @@ if [ "$(id -u)" -eq 0 ]; then
 fi
 
 status=0
+
+# ruff (the rules selected in pyproject.toml) and mypy (its [tool.mypy] files)
+# over python/eddytools, spark_loader and tests; any finding fails the run.
+echo "== lint"
+if ! RUFF_CACHE_DIR="$work/ruff-cache" "$VENV/bin/ruff" check .; then
+    status=1
+fi
+if ! "$VENV/bin/mypy" --cache-dir "$work/mypy-cache"; then
+    status=1
+fi
 
 echo "== pg_regress (installcheck)"
 tests/pgserver.sh start "$work/regress" "$port" || exit 1

@@ -7,6 +7,7 @@ import csv
 import json
 
 import pytest
+
 from eddytools import bench
 
 EXPECTED = {

@@ -34,7 +34,7 @@ def test_every_build_context_and_dockerfile_exists():
             build = {"context": build}
         context = (ROOT / build["context"]).resolve()
         assert context.is_dir(), name
-        assert ROOT == context or ROOT in context.parents, f"{name}: context outside the repo"
+        assert context == ROOT or ROOT in context.parents, f"{name}: context outside the repo"
         dockerfile = context / build.get("dockerfile", "Dockerfile")
         assert dockerfile.is_file(), f"{name}: {dockerfile} missing"
         for line in dockerfile.read_text().splitlines():

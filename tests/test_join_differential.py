@@ -34,10 +34,10 @@ import pytest
 from eddytools.db import (
     connect,
     eddy_nodes,
+    eddy_reasons,
     explain_json,
     multiset,
     plan_nodes,
-    eddy_reasons,
     server_log_excerpt,
     set_gucs,
 )
@@ -45,10 +45,10 @@ from eddytools.joingen import (
     GeneratedJoinQuery,
     JoinQueryGenerator,
     JoinSchema,
-    parse,
     wisconsin_join_ddl,
     wisconsin_join_query,
 )
+from eddytools.sqlast import parse
 
 POLICIES = ("rank", "lottery", "fixed", "random")
 JOIN_METHODS = ("auto", "hash", "index")
@@ -117,7 +117,7 @@ def ancestors_of_eddies(plan: dict) -> list[list[str]]:
     out: list[list[str]] = []
 
     def walk(node: dict, path: list[str]) -> None:
-        here = path + [f"{node['Node Type']}/{node.get('Parent Relationship', '')}"]
+        here = [*path, f"{node['Node Type']}/{node.get('Parent Relationship', '')}"]
         if node.get("Custom Plan Provider") == "Eddy":
             out.append(here)
         for child in node.get("Plans", []):
@@ -604,12 +604,12 @@ def test_prepared_generic_plans_match_vanilla(wisc, runner):
     query = ("SELECT t1.unique2, t2.ten FROM t1 JOIN t2 ON t1.unique2 = t2.unique1 "
              "WHERE t1.ten = %s AND t2.four < %s")
     set_gucs(conn, enabled="on")
-    got = [multiset(conn.execute(query, (v, 3), prepare=True).fetchall()) for v in range(6)]
+    got_all = [multiset(conn.execute(query, (v, 3), prepare=True).fetchall()) for v in range(6)]
     # a new connection, so that psycopg's prepared statement is not reused
     with connect(conn.info.dsn) as vanilla:
         set_gucs(vanilla, enabled="off")
-        want = [multiset(vanilla.execute(query, (v, 3)).fetchall()) for v in range(6)]
-    assert got == want
+        want_all = [multiset(vanilla.execute(query, (v, 3)).fetchall()) for v in range(6)]
+    assert got_all == want_all
     conn.execute("RESET plan_cache_mode")
 
 

@@ -266,9 +266,10 @@ def test_statement_timeout_at_random_points(rbig, postgresql_proc):
     log = postgresql_proc.logfile
     log_start = os.path.getsize(log)
     conn.execute(load.SETUP_SQL)
-    queries = [load._subst(q, 7) for _, _, q in load.QUERIES.values()]
+    queries = [load.substitute(q, 7) for _, _, q in load.QUERIES.values()]
     queries += [LONG_JOIN, LONG_SELECTION.replace("1000", "1"),
-                "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) " + load._subst(load.QUERIES["join3"][2], 3)]
+                "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) "
+                + load.substitute(load.QUERIES["join3"][2], 3)]
     set_gucs(conn, enabled="off")
     conn.execute("SET statement_timeout = '5s'")
     want: dict[str, list | None] = {}
@@ -320,6 +321,7 @@ def test_statement_timeout_at_random_points(rbig, postgresql_proc):
         if i == 50:
             mem0 = backend_memory(conn)
     mem1 = backend_memory(conn)
+    assert mem0 is not None
     assert outcomes["ok"] >= 30 and outcomes["canceled"] >= 30, outcomes
     assert mem1[0] - mem0[0] < 256 * 1024, (mem0, mem1)
     with open(log, errors="replace") as f:

@@ -6,13 +6,12 @@ from __future__ import annotations
 import psycopg
 from pytest_postgresql import factories
 
-from eddytools.db import connect, eddy_nodes, explain_json
-
-from conftest import _pg_ctl, dsn_of
+from conftest import dsn_of, pg_ctl_path
+from eddytools.db import connect, eddy_nodes, explain_json, sql_value
 
 QUERY = "SELECT count(*) FROM t WHERE delay(a, 0) > 1 AND delay(b, 0) > 1"
 
-plain_proc = factories.postgresql_proc(executable=_pg_ctl(), port=None,
+plain_proc = factories.postgresql_proc(executable=pg_ctl_path(), port=None,
                                        postgres_options="-c fsync=off")
 plain = factories.postgresql("plain_proc")
 
@@ -38,7 +37,7 @@ def test_hook_acts_only_where_the_extension_is_created(pg_dsn):
         conn.execute("SET eddy.enabled = off")
         assert not eddy_nodes(explain_json(conn, QUERY))
         conn.execute("RESET eddy.enabled")
-        assert conn.execute(QUERY).fetchone()[0] == sum(
+        assert sql_value(conn, QUERY) == sum(
             1 for a in range(1, 1001) if a > 1 and a % 7 > 1)
         conn.execute("DROP EXTENSION eddy")
         conn.execute("CREATE FUNCTION delay(int, int) RETURNS int LANGUAGE sql "
@@ -57,6 +56,6 @@ def test_load_works_for_one_session(plain):
             connect(dsn) as conn:
         assert not eddy_nodes(explain_json(conn, QUERY))
         conn.execute("LOAD 'eddy'")
-        assert conn.execute("SHOW eddy.reopt_frequency").fetchone()[0] == "100"
+        assert sql_value(conn, "SHOW eddy.reopt_frequency") == "100"
         assert eddy_nodes(explain_json(conn, QUERY))
         assert not eddy_nodes(explain_json(other, QUERY))

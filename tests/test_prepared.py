@@ -18,7 +18,7 @@ import random
 import pytest
 from psycopg import sql
 
-from eddytools.db import backend_memory, connect, eddy_nodes, explain_json, set_gucs
+from eddytools.db import backend_memory, connect, eddy_nodes, explain_json, set_gucs, sql_value
 
 SCHEMA = """
 CREATE TABLE pa AS
@@ -125,6 +125,7 @@ def test_prepared_statements_thousands_of_executions(pdb, mode):
             if i == 20:
                 mem0 = backend_memory(eddy)
         mem1 = backend_memory(eddy)
+        assert mem0 is not None
         assert executions == ROUNDS * len(STATEMENTS)
         assert nonempty > executions // 2, "the parameters select too little to compare"
         assert mem1[0] - mem0[0] < 256 * 1024, (mode, mem0, mem1)
@@ -169,8 +170,8 @@ def test_protocol_level_prepared_statements(pdb):
                 mem0 = backend_memory(eddy)
         mem1 = backend_memory(eddy)
         assert mem1[0] - mem0[0] < 256 * 1024 and mem1[1] - mem0[1] < 4 * 1024, (mem0, mem1)
-        (n,) = eddy.execute("SELECT count(*) FROM pg_prepared_statements "
-                            "WHERE NOT from_sql AND generic_plans + custom_plans >= 1000").fetchone()
+        n = sql_value(eddy, "SELECT count(*) FROM pg_prepared_statements "
+                            "WHERE NOT from_sql AND generic_plans + custom_plans >= 1000")
         assert n == 1
     finally:
         eddy.close()

@@ -24,11 +24,12 @@ from __future__ import annotations
 import threading
 import time
 import uuid
+from typing import Any
 
 import psycopg
 import pytest
 
-from eddytools.db import connect, eddy_nodes, explain_json, set_gucs
+from eddytools.db import connect, eddy_nodes, explain_json, set_gucs, sql_value
 
 EDDY_SETTINGS = {
     "eddy.enabled", "eddy.reopt_frequency", "eddy.routing_policy", "eddy.lottery_window",
@@ -277,7 +278,7 @@ def test_eddy_settings_are_per_session_only(sec):
     # its own role's default is its own business (future sessions of that role only)
     user.execute(f"ALTER ROLE {role} SET eddy.reopt_frequency = 7")
     with connect(admin_dsn) as fresh_admin:
-        assert fresh_admin.execute("SHOW eddy.reopt_frequency").fetchone()[0] == "100"
+        assert sql_value(fresh_admin, "SHOW eddy.reopt_frequency") == "100"
 
 
 def test_max_memory_gives_no_more_than_work_mem(sec):
@@ -319,7 +320,7 @@ def test_delay_cannot_stall_other_sessions(sec):
     assert time.monotonic() - start < 5
     user.execute("RESET statement_timeout")
 
-    outcome: dict[str, object] = {}
+    outcome: dict[str, Any] = {}
     pid = user.info.backend_pid
 
     def work() -> None:
@@ -337,12 +338,12 @@ def test_delay_cannot_stall_other_sessions(sec):
         with connect(admin_dsn) as other:
             other.execute("SET lock_timeout = '2s'")
             other.execute("INSERT INTO accounts VALUES (99999, 'dave', 1, 'x')")
-            assert other.execute("SELECT count(*) FROM accounts").fetchone()[0] == 3001
+            assert sql_value(other, "SELECT count(*) FROM accounts") == 3001
         admin.execute(f"CREATE ROLE {role}_b LOGIN")
         try:
-            with connect(psycopg.conninfo.make_conninfo(user_dsn, user=f"{role}_b")) as stranger:
-                with pytest.raises(psycopg.errors.InsufficientPrivilege):
-                    stranger.execute("SELECT pg_cancel_backend(%s)", (pid,))
+            with connect(psycopg.conninfo.make_conninfo(user_dsn, user=f"{role}_b")) as stranger, \
+                    pytest.raises(psycopg.errors.InsufficientPrivilege):
+                stranger.execute("SELECT pg_cancel_backend(%s)", (pid,))
         finally:
             admin.execute(f"DROP ROLE {role}_b")
         sent = time.monotonic()
@@ -374,7 +375,7 @@ def test_extreme_settings_are_harmless(sec):
     for policy in ("rank", "lottery", "fixed", "random"):
         for method, memory in (("hash", "-1"), ("index", "-1"), ("auto", "64kB")):
             set_gucs(user, routing_policy=policy, join_method=method, max_memory=memory)
-            for q, w in zip(queries, want):
+            for q, w in zip(queries, want, strict=True):
                 got, _ = _outcome(user, q, notices)
                 if got[0] == "error":
                     assert got[1] == "54000" and memory == "64kB", (policy, method, got)

@@ -8,7 +8,8 @@ import random
 import pytest
 
 from eddytools.db import eddy_nodes, explain_json, multiset, plan_nodes, set_gucs
-from eddytools.querygen import SelectionQueryGenerator, parse, wisconsin_like_ddl
+from eddytools.querygen import SelectionQueryGenerator, wisconsin_like_ddl
+from eddytools.sqlast import parse
 
 QUERIES_PER_CHUNK = 40
 CHUNKS = 8

@@ -11,7 +11,7 @@ sequences where the query's ORDER BY is total (eddytools.tpch.QUERIES).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import psycopg
 import pytest
@@ -20,11 +20,12 @@ from eddytools import tpch
 from eddytools.db import (
     connect,
     eddy_nodes,
+    eddy_reasons,
     explain_json,
     multiset,
-    eddy_reasons,
     server_log_excerpt,
     set_gucs,
+    sql_value,
 )
 from eddytools.tpch import QUERIES, TpchQuery
 
@@ -59,7 +60,7 @@ def canon(rows: list[tuple]) -> list[tuple]:
 
 
 @pytest.fixture(scope="module")
-def tpch_dsn(postgresql_proc, tmp_path_factory) -> str:
+def tpch_dsn(postgresql_proc, tmp_path_factory) -> Iterator[str]:
     """A database loaded with TPC-H at SF 0.01 and the extension created,
     built once for this module and dropped after it."""
     proc = postgresql_proc
@@ -128,11 +129,11 @@ def test_tpch_loaded(tpch_dsn):
     """The generated data satisfy the schema: every foreign key was validated
     when it was added, and lineitem references existing orders."""
     with connect(tpch_dsn) as conn:
-        fks = conn.execute(
-            "SELECT count(*) FROM pg_constraint WHERE contype = 'f' AND convalidated").fetchone()[0]
-        orphans = conn.execute(
-            "SELECT count(*) FROM lineitem l LEFT JOIN orders o ON o.o_orderkey = l.l_orderkey"
-            " WHERE o.o_orderkey IS NULL").fetchone()[0]
+        fks = sql_value(
+            conn, "SELECT count(*) FROM pg_constraint WHERE contype = 'f' AND convalidated")
+        orphans = sql_value(
+            conn, "SELECT count(*) FROM lineitem l "
+                  "LEFT JOIN orders o ON o.o_orderkey = l.l_orderkey WHERE o.o_orderkey IS NULL")
     assert fks == len(tpch.FOREIGN_KEYS)
     assert orphans == 0
 

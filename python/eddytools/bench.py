@@ -44,13 +44,14 @@ import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 import psycopg
-import sqlglot
 from sqlglot import exp
 
 from eddytools import bench_join, bench_selection
-from eddytools.db import connect, set_gucs
+from eddytools.db import connect, rows_digest, set_gucs, sql_value
+from eddytools.sqlast import DIALECT, parse
 
 EXPERIMENTS = ("selections", "shj", "index")
 TITLES = {
@@ -122,9 +123,11 @@ def experiment_queries(experiments: list[str]) -> list[Query]:
 def wrong_query(query: str) -> str:
     """``query`` with one more predicate (half of its first table's rows): the
     deliberately wrong configuration that the answer check must catch."""
-    tree = sqlglot.parse_one(query, dialect="postgres")
-    table = tree.find(exp.Table).name
-    return tree.where(f"{table}.unique2 % 2 = 1", dialect="postgres").sql(dialect="postgres")
+    tree = parse(query)
+    assert isinstance(tree, exp.Select), query
+    table = tree.find(exp.Table)
+    assert table is not None, query
+    return tree.where(f"{table.name}.unique2 % 2 = 1", dialect=DIALECT).sql(dialect=DIALECT)
 
 
 def configs_for(experiment: str, args: argparse.Namespace) -> list[str]:
@@ -161,11 +164,9 @@ def configure(conn: psycopg.Connection, config: str, q: Query, policy: str,
 
 
 def answer_of(rows: list[tuple]) -> tuple[int, str]:
-    """Row count and an order-independent digest of the rows."""
-    acc = 0
-    for row in rows:
-        acc = (acc + hash(row)) & 0xFFFFFFFFFFFFFFFF
-    return len(rows), f"{acc:016x}"
+    """Row count and an order-independent digest of the rows (``rows_digest``:
+    the same in every run, so that stored results can be compared)."""
+    return len(rows), rows_digest(rows)
 
 
 # --------------------------------------------------------------------------- data
@@ -203,8 +204,8 @@ def load_data(dsn: str, experiments: list[str], quick: bool, master: str,
 
 def _missing(dsn: str, schema: str, name: str) -> bool:
     with connect(dsn) as conn:
-        return any(conn.execute("SELECT to_regclass(%s) IS NULL",
-                                (f"{schema}.{name}{i}",)).fetchone()[0] for i in range(1, 6))
+        return any(sql_value(conn, "SELECT to_regclass(%s) IS NULL", (f"{schema}.{name}{i}",))
+                   for i in range(1, 6))
 
 
 # --------------------------------------------------------------------------- measuring
@@ -248,6 +249,7 @@ def measure(conn: psycopg.Connection, queries: list[Query], args: argparse.Names
                     runs.append(Run(q.experiment, q.name, config, rep - args.warmup,
                                     elapsed, *answer))
                     bar.update()
+            assert reference is not None   # vanilla ran in every repetition
             for r in runs:
                 if (r.rows, r.digest) != reference:
                     bad.setdefault(r.config, (r.rows, r.digest))
@@ -265,7 +267,7 @@ def summarize(result: Result) -> None:
     groups: dict[tuple[str, str, str], list[float]] = {}
     for r in result.runs:
         groups.setdefault((r.experiment, r.query, r.config), []).append(r.seconds)
-    rows = []
+    rows: list[dict[str, Any]] = []
     for (experiment, query, config), times in groups.items():
         base_times = groups.get((experiment, query, "vanilla"))
         base = statistics.median(base_times) if base_times else float("nan")
@@ -343,10 +345,10 @@ def write_results(result: Result, out: Path) -> None:
                         for k in fields])
     if result.summary:
         with open(out / "summary.csv", "w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=list(result.summary[0]))
-            w.writeheader()
+            dw = csv.DictWriter(f, fieldnames=list(result.summary[0]))
+            dw.writeheader()
             for row in result.summary:
-                w.writerow({k: (f"{v:.4f}" if isinstance(v, float) else v)
+                dw.writerow({k: (f"{v:.4f}" if isinstance(v, float) else v)
                             for k, v in row.items()})
     doc = {"settings": result.settings, "environment": result.environment,
            "runs": [asdict(r) for r in result.runs], "summary": result.summary,
@@ -409,7 +411,7 @@ def plot(result: Result, out: Path) -> list[Path]:
 
 def environment(conn: psycopg.Connection) -> dict:
     def show(name: str) -> str:
-        return conn.execute(f"SHOW {name}").fetchone()[0]
+        return str(sql_value(conn, f"SHOW {name}"))
 
     return {
         "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
@@ -417,8 +419,8 @@ def environment(conn: psycopg.Connection) -> dict:
         "server_version": show("server_version"),
         "assertions": show("debug_assertions"),
         "shared_preload_libraries": show("shared_preload_libraries"),
-        "eddy_version": conn.execute(
-            "SELECT extversion FROM pg_extension WHERE extname = 'eddy'").fetchone()[0],
+        "eddy_version": sql_value(
+            conn, "SELECT extversion FROM pg_extension WHERE extname = 'eddy'"),
     }
 
 
@@ -506,7 +508,7 @@ def main(argv: list[str] | None = None) -> int:
         with connect(args.dsn) as conn:
             args.schema = schema
             session_setup(conn, schema)
-            if "eddy" not in conn.execute("SHOW shared_preload_libraries").fetchone()[0]:
+            if "eddy" not in sql_value(conn, "SHOW shared_preload_libraries"):
                 conn.execute("LOAD 'eddy'")
             result.environment = environment(conn)
             measure(conn, experiment_queries(args.experiments), args, result)

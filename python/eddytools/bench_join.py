@@ -3,8 +3,8 @@ queries of the overhead study, Deshpande 2004, Figures 6 and 7).
 
     python -m eddytools.bench_join --dsn "host=... dbname=..." [--reps 7]
 
-Creates tenk1..5 (10,000 rows) and hundredk1..5 (100,000 rows) Wisconsin-like
-tables with ~244-byte tuples and an index on unique2 (unless they exist),
+Creates tenk1..5 (10,000 rows) and hundredk1..5 (100,000 rows) Wisconsin
+relations with 244-byte tuples and an index on unique2 (unless they exist),
 then times each query under vanilla PostgreSQL, the static symmetric hash
 join (eddy.static_shj) and the eddy at several eddy.reopt_frequency values,
 configurations interleaved within each repetition.  Index-join queries force
@@ -22,7 +22,7 @@ import time
 import psycopg
 
 from eddytools.bench_selection import ensure_table
-from eddytools.db import connect, set_gucs
+from eddytools.db import connect, rows_digest, set_gucs
 
 
 def star(n: int, prefix: str, select: str, extra: str = "") -> str:
@@ -94,7 +94,7 @@ def main(argv: list[str] | None = None) -> None:
                     t0 = time.perf_counter()
                     rows = conn.execute(query).fetchall()
                     elapsed = time.perf_counter() - t0
-                    answers[config].add((len(rows), hash(tuple(sorted(map(repr, rows))))))
+                    answers[config].add((len(rows), rows_digest(rows)))
                     if rep > 0:
                         times[config].append(elapsed)
             if len(set().union(*answers.values())) != 1:

@@ -3,12 +3,13 @@ queries of the overhead study, Deshpande 2004, Figure 5).
 
     python -m eddytools.bench_selection --dsn "host=... dbname=..." [--rows 100000]
 
-Creates a Wisconsin-like table of --rows rows with ~244-byte tuples (unless it
-exists), then times each query under vanilla PostgreSQL (eddy.enabled = off)
-and under the eddy at several eddy.reopt_frequency values, every predicate a
-selection operator (eddy.selection_min_cost = 0).  Configurations are
-interleaved within each repetition; the medians and their ratio to vanilla
-are printed.  Every configuration must return the same count.
+Creates a Wisconsin relation of --rows rows with 244-byte tuples (unless it
+exists; the Spark loader's rows, see ``ensure_table``), then times each query
+under vanilla PostgreSQL (eddy.enabled = off) and under the eddy at several
+eddy.reopt_frequency values, every predicate a selection operator
+(eddy.selection_min_cost = 0).  Configurations are interleaved within each
+repetition; the medians and their ratio to vanilla are printed.  Every
+configuration must return the same count.
 """
 
 from __future__ import annotations
@@ -18,8 +19,10 @@ import statistics
 import time
 
 import psycopg
+from psycopg import sql
 
-from eddytools.db import connect, set_gucs
+from eddytools.db import connect, set_gucs, sql_value
+from spark_loader import wisconsin
 
 QUERIES = {
     "No-Delay": "SELECT count(*) FROM {t} WHERE two < 2 AND four < 4 AND ten < 10",
@@ -32,24 +35,29 @@ QUERIES = {
 }
 
 
-def ensure_table(conn: psycopg.Connection, table: str, rows: int) -> None:
-    exists = conn.execute("SELECT to_regclass(%s) IS NOT NULL", (table,)).fetchone()[0]
+def ensure_table(conn: psycopg.Connection, table: str, rows: int, seed: int = 0) -> None:
+    """Create Wisconsin relation ``table`` of ``rows`` rows (244-byte tuples,
+    a primary key on unique2) unless it exists with that many rows.  The rows
+    are ``spark_loader.wisconsin``'s, the same as the Spark loader's for a
+    table of that name and seed (``python -m spark_loader tenk`` makes
+    tenk1..5), copied in from this process."""
+    exists = sql_value(conn, "SELECT to_regclass(%s) IS NOT NULL", (table,))
+    name = sql.Identifier(table)
     if exists:
-        n = conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
-        if n == rows:
+        if sql_value(conn, sql.SQL("SELECT count(*) FROM {}").format(name)) == rows:
             return
-        conn.execute(f"DROP TABLE {table}")
-    conn.execute(f"""
-        CREATE TABLE {table} AS
-        SELECT (g * 7919) % {rows} AS unique1, g AS unique2, g % 2 AS two, g % 4 AS four,
-               g % 10 AS ten, g % 20 AS twenty, g % 100 AS onepercent,
-               g % 10 AS tenpercent, g % 5 AS twentypercent, g % 2 AS fiftypercent,
-               g AS unique3, (g % 100) * 2 AS evenonepercent, (g % 100) * 2 + 1 AS oddonepercent,
-               rpad(g::text, 52, 'x') AS stringu1, rpad((g * 7)::text, 52, 'x') AS stringu2,
-               rpad((ARRAY['AAAA', 'HHHH', 'OOOO', 'VVVV'])[1 + g % 4], 52, 'x') AS string4
-        FROM generate_series(0, {rows - 1}) g""")
-    conn.execute(f"ALTER TABLE {table} ADD PRIMARY KEY (unique2)")
-    conn.execute(f"VACUUM ANALYZE {table}")
+        conn.execute(sql.SQL("DROP TABLE {}").format(name))
+    columns = sql.SQL(", ").join(
+        sql.SQL("{} {}").format(sql.Identifier(c),
+                                sql.SQL("integer" if k < wisconsin.INT_COLUMNS else "text"))
+        for k, c in enumerate(wisconsin.COLUMNS))
+    conn.execute(sql.SQL("CREATE TABLE {} ({})").format(name, columns))
+    params = {"rows": rows, "seed": seed, "label": table, "width": wisconsin.DEFAULT_WIDTH}
+    with conn.cursor() as cur, cur.copy(sql.SQL("COPY {} FROM STDIN").format(name)) as copy:
+        for chunk in wisconsin.chunks(params, 0, rows):
+            copy.write(chunk)
+    conn.execute(sql.SQL("ALTER TABLE {} ADD PRIMARY KEY (unique2)").format(name))
+    conn.execute(sql.SQL("VACUUM ANALYZE {}").format(name))
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -84,7 +92,7 @@ def main(argv: list[str] | None = None) -> None:
                                  routing_policy=args.policy,
                                  reopt_frequency=config.split("@")[1])
                     t0 = time.perf_counter()
-                    answer = conn.execute(query).fetchone()[0]
+                    answer = sql_value(conn, query)
                     elapsed = time.perf_counter() - t0
                     answers[config].add(answer)
                     if rep > 0:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from collections import Counter
@@ -23,7 +24,8 @@ def connect(dsn: str, autocommit: bool = True) -> psycopg.Connection:
     return conn
 
 
-def sql_value(conn: psycopg.Connection, query: str, params: Any = None) -> Any:
+def sql_value(conn: psycopg.Connection | psycopg.Cursor, query: str | sql.SQL | sql.Composed,
+              params: Any = None) -> Any:
     """The single value of a one-row, one-column query."""
     row = conn.execute(query, params).fetchone()
     if row is None:
@@ -50,7 +52,7 @@ def explain_json(conn: psycopg.Connection, query: str, *, analyze: bool = False,
         options += ["ANALYZE", "TIMING OFF", "SUMMARY OFF"]
     if verbose:
         options.append("VERBOSE")
-    raw = conn.execute(f"EXPLAIN ({', '.join(options)}) {query}", params).fetchone()[0]
+    raw = sql_value(conn, f"EXPLAIN ({', '.join(options)}) {query}", params)
     doc = raw if isinstance(raw, list) else json.loads(raw)
     return doc[0]["Plan"]
 
@@ -73,6 +75,25 @@ def _sort_key(value: Any) -> tuple:
 def multiset(rows: Iterable[tuple]) -> Counter:
     """Rows as a multiset: equal for equal query results in any order."""
     return Counter(tuple(_sort_key(v) for v in row) for row in rows)
+
+
+def row_digest(row: tuple) -> int:
+    """A 64-bit digest of one row, the same in every process and on every
+    machine (unlike ``hash()``, which is salted per process): BLAKE2b over
+    the row's ``repr``, which tells values and types apart (1, 1.0, '1',
+    True, None; -0.0 and 0.0; Decimal('1.5') and Decimal('1.50'))."""
+    return int.from_bytes(hashlib.blake2b(repr(row).encode(), digest_size=8).digest(), "little")
+
+
+def rows_digest(rows: Iterable[tuple]) -> str:
+    """An order-independent digest of a multiset of rows, as 16 hex digits:
+    the sum of the rows' digests modulo 2**64 (a repeated row counts
+    twice).  Stable across processes, so digests stored in benchmark results
+    can be compared from one run to the next."""
+    acc = 0
+    for row in rows:
+        acc = (acc + row_digest(row)) & 0xFFFFFFFFFFFFFFFF
+    return f"{acc:016x}"
 
 
 def server_log_excerpt(logfile: str, lines: int = 30) -> str:

@@ -39,11 +39,11 @@ from decimal import Decimal
 from typing import Any
 
 import psycopg
-import sqlglot
 from psycopg import sql
 from sqlglot import exp
 
-DIALECT = "postgres"
+from eddytools.sqlast import DIALECT, and_, col, num, paren
+from spark_loader import wisconsin
 
 # ---------------------------------------------------------------------------
 # The random schema
@@ -100,9 +100,9 @@ class Relation:
     maxfreq: dict[str, int] = field(default_factory=dict)
 
     def measure(self) -> None:
-        for i, (col, _, _) in enumerate(COLUMNS):
+        for i, (name, _, _) in enumerate(COLUMNS):
             counts = Counter(_norm(r[i]) for r in self.rows if r[i] is not None)
-            self.maxfreq[col] = max(counts.values(), default=1)
+            self.maxfreq[name] = max(counts.values(), default=1)
 
 
 class JoinSchema:
@@ -199,7 +199,7 @@ class JoinSchema:
             sql.Identifier(VIEW),
             sql.SQL(", ").join(sql.SQL("{}.{} AS {}").format(
                 sql.Identifier(t), sql.Identifier(c), sql.Identifier(out))
-                for (t, c), (out, _, _) in zip(self.VIEW_SOURCES, COLUMNS))))
+                for (t, c), (out, _, _) in zip(self.VIEW_SOURCES, COLUMNS, strict=True))))
         conn.execute("ANALYZE")
 
 
@@ -229,33 +229,16 @@ class GeneratedJoinQuery:
 class _Edge:
     i: int
     j: int
-    pred: exp.Expression | None  # None: a cross product
+    pred: exp.Expr | None  # None: a cross product
     factor_i: int  # join fan-out when i is the child (key frequency), for the bound
     factor_j: int
 
 
-def _col(alias: str, name: str) -> exp.Column:
-    return exp.column(name, table=alias)
-
-
-def _num(value: float | str) -> exp.Literal:
-    return exp.Literal.number(value)
-
-
-def _and(preds: list[exp.Expression]) -> exp.Expression:
-    out = preds[0]
-    for p in preds[1:]:
-        out = exp.And(this=out, expression=p)
-    return out
-
-
-def _paren(e: exp.Expression) -> exp.Expression:
-    return exp.Paren(this=e)
-
-
-class JoinQueryGenerator:
-    """Random select-project-join queries over a ``JoinSchema``, reproducible
-    from ``seed``."""
+class JoinGeneratorBase:
+    """What the random join generators share (``JoinQueryGenerator`` here and
+    the fuzzer's ``FuzzQueryGenerator``): relations and join graphs, join
+    keys, non-equi predicates, restrictions, outputs and the size bound,
+    drawn from one ``random.Random(seed)``.  Subclasses add ``query()``."""
 
     BUDGET = 20_000  # largest bound on a query's join size before restrictions
 
@@ -267,7 +250,7 @@ class JoinQueryGenerator:
 
     # -- relations and the join graph ------------------------------------
     def _relations(self, n: int) -> list[str]:
-        pool = list(TABLES) + [VIEW, PARTITIONED]
+        pool = [*TABLES, VIEW, PARTITIONED]
         weights = [1.0] * len(TABLES) + [0.5, 0.7]
         names: list[str] = []
         for _ in range(n):
@@ -297,72 +280,73 @@ class JoinQueryGenerator:
     def _freq(self, rel: str, col: str) -> int:
         return self.schema.relations[rel].maxfreq[col]
 
-    def _equi(self, ai: str, ri: str, aj: str, rj: str) -> tuple[exp.Expression, int, int]:
+    def _equi(self, ai: str, ri: str, aj: str, rj: str) -> tuple[exp.Expr, int, int]:
         """An equi-join predicate between aliases ai and aj, with the key
         frequency of each side."""
+        left: exp.Expr
         r = self.rng.random()
         if r < 0.40:
             ci, cj = self.rng.choice(["id", "k4", "k8", "sk"]), \
                 self.rng.choice(["id", "k4", "k8", "sk"])
-            left, right = _col(ai, ci), _col(aj, cj)
+            left, right = col(ai, ci), col(aj, cj)
         elif r < 0.52:
             ci = cj = "kn"
-            left, right = _col(ai, ci), _col(aj, cj)
+            left, right = col(ai, ci), col(aj, cj)
         elif r < 0.66:
             ci = cj = "kt"
-            left, right = _col(ai, ci), _col(aj, cj)
+            left, right = col(ai, ci), col(aj, cj)
         elif r < 0.76:
             ci = cj = "kf"
-            left, right = _col(ai, ci), _col(aj, cj)
+            left, right = col(ai, ci), col(aj, cj)
         elif r < 0.84:
             # int4/int8 = numeric: PostgreSQL casts the integer to numeric
             ci, cj = self.rng.choice(["k4", "k8"]), "kn"
-            left, right = _col(ai, ci), _col(aj, cj)
+            left, right = col(ai, ci), col(aj, cj)
         elif r < 0.90:
             # int8 = float8: the integer is cast to float8
             ci, cj = "k8", "kf"
-            left, right = _col(ai, ci), _col(aj, cj)
+            left, right = col(ai, ci), col(aj, cj)
         else:
             # an expression on one side
             choice = self.rng.randrange(3)
             if choice == 0:
                 ci, cj = "k4", "k8"
-                left = exp.Add(this=_col(ai, ci), expression=_num(1))
-                right = _col(aj, cj)
+                left = exp.Add(this=col(ai, ci), expression=num(1))
+                right = col(aj, cj)
             elif choice == 1:
                 ci = cj = "kt"
-                left = exp.Anonymous(this="lower", expressions=[_col(ai, ci)])
-                right = _col(aj, cj)
+                left = exp.Anonymous(this="lower", expressions=[col(ai, ci)])
+                right = col(aj, cj)
             else:
                 ci = cj = "kn"
-                left = exp.Mul(this=_col(ai, ci), expression=_num(2))
-                right = _col(aj, cj)
+                left = exp.Mul(this=col(ai, ci), expression=num(2))
+                right = col(aj, cj)
         if self.rng.random() < 0.5:
             left, right = right, left
         return exp.EQ(this=left, expression=right), self._freq(ri, ci), self._freq(rj, cj)
 
-    def _theta(self, ai: str, aj: str) -> exp.Expression:
+    def _theta(self, ai: str, aj: str) -> exp.Expr:
         """A join predicate that is not a hashable equality."""
         x, y = (ai, aj) if self.rng.random() < 0.5 else (aj, ai)
         choice = self.rng.randrange(8)
         if choice == 0:
-            return exp.LT(this=_col(x, "a"), expression=_col(y, "b"))
+            return exp.LT(this=col(x, "a"), expression=col(y, "b"))
         if choice == 1:
-            return exp.NEQ(this=_col(x, "b"), expression=_col(y, "b"))
+            return exp.NEQ(this=col(x, "b"), expression=col(y, "b"))
         if choice == 2:
-            return exp.GT(this=exp.Add(this=_col(x, "a"), expression=_col(y, "a")),
-                          expression=_num(0))
+            return exp.GT(this=exp.Add(this=col(x, "a"), expression=col(y, "a")),
+                          expression=num(0))
         if choice == 3:
-            return exp.LT(this=_col(x, "kt"), expression=_col(y, "kt"))
+            return exp.LT(this=col(x, "kt"), expression=col(y, "kt"))
         if choice == 4:
-            return exp.LTE(this=_col(x, "f"), expression=_col(y, "f"))
+            return exp.LTE(this=col(x, "f"), expression=col(y, "f"))
         if choice == 5:
-            return _paren(exp.Or(this=exp.LT(this=_col(x, "a"), expression=_col(y, "a")),
-                                 expression=exp.Is(this=_col(x, "s"), expression=exp.Null())))
+            return paren(exp.Or(this=exp.LT(this=col(x, "a"), expression=col(y, "a")),
+                                 expression=exp.Is(this=col(x, "s"), expression=exp.Null())))
         if choice == 6:
-            return exp.Not(this=_paren(exp.GT(this=_col(x, "b"), expression=_col(y, "b"))))
-        return exp.GTE(this=exp.Anonymous(this="delay", expressions=[_col(x, "b"), _num(0)]),
-                       expression=_col(y, "a"))
+            return exp.Not(this=paren(exp.GT(this=col(x, "b"), expression=col(y, "b"))))
+        return exp.GTE(this=exp.Anonymous(this="delay", expressions=[col(x, "b"), num(0)]),
+                       expression=col(y, "a"))
 
     def _bound(self, n: int, rels: list[str], tree: list[_Edge]) -> int:
         """Largest possible join size: min over roots of |root| x the key
@@ -386,70 +370,70 @@ class JoinQueryGenerator:
         return best or 0
 
     # -- restrictions ----------------------------------------------------
-    def _restriction(self, alias: str) -> exp.Expression:
+    def _restriction(self, alias: str) -> exp.Expr:
         rng = self.rng
         r = rng.random()
         c = rng.choice(["a", "b", "k4", "k8", "sk", "s", "kt", "f", "kn", "kf"])
-        col = _col(alias, c)
+        column = col(alias, c)
         kind = COLUMN_KIND[c]
         if r < 0.30:
-            return self._comparison(col, kind)
+            return self._comparison(column, kind)
         if r < 0.40:
-            return _paren(exp.Or(this=self._comparison(col, kind),
-                                 expression=self._comparison(_col(alias, "b"), "int")))
+            return paren(exp.Or(this=self._comparison(column, kind),
+                                 expression=self._comparison(col(alias, "b"), "int")))
         if r < 0.46:
-            return exp.Not(this=_paren(self._comparison(col, kind)))
+            return exp.Not(this=paren(self._comparison(column, kind)))
         if r < 0.56:
-            null = exp.Is(this=col, expression=exp.Null())
+            null = exp.Is(this=column, expression=exp.Null())
             return null if rng.random() < 0.4 else exp.Not(this=null)
         if r < 0.66:
             pattern = rng.choice(["a%", "%ta%", "_e%", "%1", "k1%", "%", "beta_"])
-            like = exp.Like(this=_col(alias, rng.choice(["s", "kt"])),
+            like = exp.Like(this=col(alias, rng.choice(["s", "kt"])),
                             expression=exp.Literal.string(pattern))
             return like if rng.random() < 0.7 else exp.Not(this=like)
         if r < 0.76:
-            f = exp.Anonymous(this="delay", expressions=[_col(alias, "b"), _num(0)])
-            return exp.GTE(this=f, expression=_num(rng.randint(0, 900)))
+            f = exp.Anonymous(this="delay", expressions=[col(alias, "b"), num(0)])
+            return exp.GTE(this=f, expression=num(rng.randint(0, 900)))
         if r < 0.84:
-            f = exp.Anonymous(this="length", expressions=[_col(alias, "s")])
-            return exp.GT(this=f, expression=_num(rng.randint(3, 7)))
+            f = exp.Anonymous(this="length", expressions=[col(alias, "s")])
+            return exp.GT(this=f, expression=num(rng.randint(3, 7)))
         if r < 0.90:
-            return exp.Between(this=_col(alias, "b"), low=_num(rng.randint(0, 500)),
-                               high=_num(rng.randint(500, 1000)))
-        return exp.In(this=_col(alias, "a"),
-                      expressions=[_num(rng.randint(-50, 50)) for _ in range(rng.randint(1, 8))])
+            return exp.Between(this=col(alias, "b"), low=num(rng.randint(0, 500)),
+                               high=num(rng.randint(500, 1000)))
+        return exp.In(this=col(alias, "a"),
+                      expressions=[num(rng.randint(-50, 50)) for _ in range(rng.randint(1, 8))])
 
-    def _comparison(self, col: exp.Expression, kind: str) -> exp.Expression:
+    def _comparison(self, col: exp.Expr, kind: str) -> exp.Expr:
         op = self.rng.choice([exp.LT, exp.LTE, exp.GT, exp.GTE, exp.EQ, exp.NEQ])
         if kind == "int":
-            value: exp.Expression = _num(self.rng.randint(-20, 400))
+            value: exp.Expr = num(self.rng.randint(-20, 400))
         elif kind == "text":
             value = exp.Literal.string(self.rng.choice(["k1", "k50", "", "gamma", "m", "beta5"]))
         elif kind == "numeric":
-            value = _num(self.rng.choice(["0.5", "10", "12.50", "30.25"]))
+            value = num(self.rng.choice(["0.5", "10", "12.50", "30.25"]))
         else:
-            value = _num(self.rng.choice([0, 1.5, 10, 50.5]))
+            value = num(self.rng.choice([0, 1.5, 10, 50.5]))
         return op(this=col, expression=value)
 
     # -- outputs ---------------------------------------------------------
-    def _output(self, aliases: list[str], safe: bool) -> exp.Expression:
+    def _output(self, aliases: list[str], safe: bool) -> exp.Expr:
         """A SELECT-list expression; with ``safe``, only ones whose display
         equality determines (int and text)."""
         rng = self.rng
         x, y = rng.choice(aliases), rng.choice(aliases)
         options = [
-            lambda: _col(x, rng.choice(["id", "k4", "k8", "sk", "kt", "a", "b", "s"])),
-            lambda: exp.Add(this=_col(x, "a"), expression=_col(y, "b")),
-            lambda: exp.DPipe(this=_col(x, "kt"), expression=_col(y, "s")),
-            lambda: exp.Upper(this=_col(x, "s")),
-            lambda: exp.Coalesce(this=_col(x, "k4"), expressions=[_col(y, "k8")]),
-            lambda: exp.Anonymous(this="length", expressions=[_col(x, "kt")]),
+            lambda: col(x, rng.choice(["id", "k4", "k8", "sk", "kt", "a", "b", "s"])),
+            lambda: exp.Add(this=col(x, "a"), expression=col(y, "b")),
+            lambda: exp.DPipe(this=col(x, "kt"), expression=col(y, "s")),
+            lambda: exp.Upper(this=col(x, "s")),
+            lambda: exp.Coalesce(this=col(x, "k4"), expressions=[col(y, "k8")]),
+            lambda: exp.Anonymous(this="length", expressions=[col(x, "kt")]),
         ]
         if not safe:
             options += [
-                lambda: _col(x, rng.choice(["kn", "kf", "f"])),
-                lambda: exp.Mul(this=_col(x, "kn"), expression=_num(2)),
-                lambda: exp.Mul(this=_col(x, "f"), expression=_num(0.5)),
+                lambda: col(x, rng.choice(["kn", "kf", "f"])),
+                lambda: exp.Mul(this=col(x, "kn"), expression=num(2)),
+                lambda: exp.Mul(this=col(x, "f"), expression=num(0.5)),
             ]
         return rng.choice(options)()
 
@@ -481,7 +465,7 @@ class JoinQueryGenerator:
                     # a composite key, its columns in either order
                     cols = list(rng.choice(COMPOSITE_KEYS))
                     rng.shuffle(cols)
-                    pred = _and([exp.EQ(this=_col(aliases[i], c), expression=_col(aliases[j], c))
+                    pred = and_([exp.EQ(this=col(aliases[i], c), expression=col(aliases[j], c))
                                  for c in cols])
                     edges.append(_Edge(i, j, pred,
                                        min(self._freq(rels[i], c) for c in cols),
@@ -502,9 +486,14 @@ class JoinQueryGenerator:
             if self._bound(n, rels, tree) <= self.BUDGET:
                 break
             e = tree[k]
-            tree[k] = _Edge(e.i, e.j, exp.EQ(this=_col(aliases[e.i], "id"),
-                                             expression=_col(aliases[e.j], "id")), 1, 1)
+            tree[k] = _Edge(e.i, e.j, exp.EQ(this=col(aliases[e.i], "id"),
+                                             expression=col(aliases[e.j], "id")), 1, 1)
         return tree
+
+
+class JoinQueryGenerator(JoinGeneratorBase):
+    """Random select-project-join queries over a ``JoinSchema``, reproducible
+    from ``seed``."""
 
     def query(self) -> GeneratedJoinQuery:
         rng = self.rng
@@ -517,13 +506,13 @@ class JoinQueryGenerator:
         tree = self._tree(n, rels, aliases, tree_pairs, (0.03, 0.06, 0.16))
         bound = self._bound(n, rels, tree)
 
-        extra: list[exp.Expression] = []
+        extra: list[exp.Expr] = []
         for i, j in extra_pairs:
             if rng.random() < 0.5:
                 extra.append(self._equi(aliases[i], rels[i], aliases[j], rels[j])[0])
             else:
                 extra.append(self._theta(aliases[i], aliases[j]))
-        restrictions: dict[int, list[exp.Expression]] = {k: [] for k in range(n)}
+        restrictions: dict[int, list[exp.Expr]] = {k: [] for k in range(n)}
         for k in range(n):
             if rng.random() < 0.5:
                 restrictions[k].append(self._restriction(aliases[k]))
@@ -533,15 +522,15 @@ class JoinQueryGenerator:
             # a predicate that raises an error unless its guard ran first
             # (PostgreSQL runs the restriction on the scan, before any join)
             i, j = rng.sample(range(n), 2)
-            restrictions[i].append(exp.NEQ(this=_col(aliases[i], "a"), expression=_num(0)))
-            extra.append(exp.GT(this=exp.Div(this=_col(aliases[j], "b"),
-                                             expression=_col(aliases[i], "a"), typed=True),
-                                expression=_num(3)))
+            restrictions[i].append(exp.NEQ(this=col(aliases[i], "a"), expression=num(0)))
+            extra.append(exp.GT(this=exp.Div(this=col(aliases[j], "b"),
+                                             expression=col(aliases[i], "a"), typed=True),
+                                expression=num(3)))
         param_values: list[int] = []
         if rng.random() < 0.08:
             k = rng.randrange(n)
-            restrictions[k].append(exp.LT(this=_col(aliases[k], "b"),
-                                          expression=exp.Parameter(this=_num(1))))
+            restrictions[k].append(exp.LT(this=col(aliases[k], "b"),
+                                          expression=exp.Parameter(this=num(1))))
             param_values = [rng.randint(0, 1000) for _ in range(3)] + [0, 1000]
 
         # FROM: explicit JOIN ... ON in tree order, or a comma list
@@ -554,18 +543,18 @@ class JoinQueryGenerator:
                              alias=exp.TableAlias(this=exp.to_identifier(aliases[k])))
 
         select = exp.select().from_(table(0))
-        where: list[exp.Expression] = []
+        where: list[exp.Expr] = []
         if explicit:
             # tree edges connect each relation k >= 1 to an earlier one
             by_child = {max(e.i, e.j): e for e in tree}
             for k in range(1, n):
                 e = by_child[k]
-                on = [e.pred] if e.pred is not None else [exp.true()]
+                on: list[exp.Expr] = [e.pred] if e.pred is not None else [exp.true()]
                 if k == outer_child:
                     on += restrictions.pop(k)
-                    select = select.join(table(k), on=_and(on), join_type="left")
+                    select = select.join(table(k), on=and_(on), join_type="left")
                 else:
-                    select = select.join(table(k), on=_and(on))
+                    select = select.join(table(k), on=and_(on))
             if outer:
                 # other predicates on the nullable side would make the join inner
                 extra = [p for p in extra
@@ -579,7 +568,7 @@ class JoinQueryGenerator:
             where += preds
         rng.shuffle(where)
         if where:
-            select = select.where(_and(where))
+            select = select.where(and_(where))
 
         # SELECT list
         r = rng.random()
@@ -590,11 +579,11 @@ class JoinQueryGenerator:
         elif r < 0.43:
             keys = [self._output(aliases, safe=True) for _ in range(rng.randint(1, 2))]
             x, y = rng.choice(aliases), rng.choice(aliases)
-            aggs = [exp.Count(this=exp.Star()), exp.Sum(this=_col(x, "b")),
-                    exp.Sum(this=_col(y, "kn")), exp.Max(this=_col(x, "kt")),
-                    exp.Min(this=_col(y, "a"))]
+            aggs = [exp.Count(this=exp.Star()), exp.Sum(this=col(x, "b")),
+                    exp.Sum(this=col(y, "kn")), exp.Max(this=col(x, "kt")),
+                    exp.Min(this=col(y, "a"))]
             select = select.select(*keys, *rng.sample(aggs, rng.randint(1, 3)))
-            select = select.group_by(*[_num(k + 1) for k in range(len(keys))])
+            select = select.group_by(*[num(k + 1) for k in range(len(keys))])
         elif r < 0.48:
             outs = [self._output(aliases, safe=True) for _ in range(rng.randint(1, 3))]
             select = select.select(*outs).distinct()
@@ -602,7 +591,7 @@ class JoinQueryGenerator:
             outs = [self._output(aliases, safe=True) for _ in range(rng.randint(1, 4))]
             select = select.select(*outs)
             select = select.order_by(*[
-                exp.Ordered(this=_num(k + 1), desc=rng.random() < 0.3,
+                exp.Ordered(this=num(k + 1), desc=rng.random() < 0.3,
                             nulls_first=rng.random() < 0.5)
                 for k in range(len(outs))])
             select = select.limit(rng.randint(1, 40))
@@ -630,15 +619,20 @@ _WISCONSIN_PRIMES = (7919, 7907, 7901, 7883, 7879, 7877)
 def wisconsin_join_ddl(k: int) -> str:
     """SQL creating Wisconsin-like table t<k> (1-6): unique1 a permutation of
     0..rows-1 with a few NULLs, unique2 the row number with a few duplicates,
-    two/four/ten/hundred, a string; an index on unique2."""
+    two/four/ten/hundred (of the row number), a short string; an index on
+    unique2.  The formulas are ``spark_loader.wisconsin``'s."""
     rows = WISCONSIN_ROWS[k - 1]
-    p = _WISCONSIN_PRIMES[k - 1]
+    unique1 = wisconsin.multiplicative_permutation_sql("g", rows, _WISCONSIN_PRIMES[k - 1])
+    items = [
+        f"CASE WHEN g % 97 = {k} THEN NULL ELSE {unique1} END AS unique1",
+        f"CASE WHEN g % 101 = {k + 3} THEN g - 1 ELSE g END AS unique2",
+        *wisconsin.attributes_sql("g", ("two", "four", "ten", "hundred")),
+        f"{wisconsin.compact_string_sql('g', 2, 53)} AS stringu1",
+    ]
+    select = ",\n       ".join(items)
     return f"""
 CREATE TABLE t{k} AS
-SELECT CASE WHEN g % 97 = {k} THEN NULL ELSE (g * {p}) % {rows} END AS unique1,
-       CASE WHEN g % 101 = {k + 3} THEN g - 1 ELSE g END AS unique2,
-       g % 2 AS two, g % 4 AS four, g % 10 AS ten, g % 100 AS hundred,
-       chr(65 + g % 26) || chr(65 + (g / 26) % 26) || 'xx' || (g % 53)::text AS stringu1
+SELECT {select}
 FROM generate_series(0, {rows - 1}) g;
 CREATE INDEX ON t{k} (unique2);
 ANALYZE t{k};
@@ -651,40 +645,36 @@ def wisconsin_join_query(shape: str, n: int, variant: str) -> str:
     expression), or "filtered" (count(*) with restrictions, a two-relation
     predicate and an expensive call)."""
     aliases = [f"t{k}" for k in range(1, n + 1)]
-    preds: list[exp.Expression] = []
+    preds: list[exp.Expr] = []
     if shape == "star":
-        preds = [exp.EQ(this=_col("t1", "unique2"), expression=_col(a, "unique2"))
+        preds = [exp.EQ(this=col("t1", "unique2"), expression=col(a, "unique2"))
                  for a in aliases[1:]]
     else:
-        preds = [exp.EQ(this=_col(aliases[k], "unique1"),
-                        expression=_col(aliases[k + 1], "unique2")) for k in range(n - 1)]
+        preds = [exp.EQ(this=col(aliases[k], "unique1"),
+                        expression=col(aliases[k + 1], "unique2")) for k in range(n - 1)]
         if shape == "cycle":
-            preds.append(exp.EQ(this=_col(aliases[-1], "hundred"),
-                                expression=_col("t1", "hundred")))
+            preds.append(exp.EQ(this=col(aliases[-1], "hundred"),
+                                expression=col("t1", "hundred")))
     if variant == "filtered":
         preds += [
-            exp.LT(this=_col("t1", "ten"), expression=_num(7)),
-            exp.NEQ(this=_col(aliases[-1], "four"), expression=_num(1)),
-            _paren(exp.Or(this=exp.GT(this=_col("t2", "hundred"), expression=_num(20)),
-                          expression=exp.EQ(this=_col("t2", "two"), expression=_num(0)))),
-            exp.GTE(this=exp.Anonymous(this="delay", expressions=[_col("t2", "ten"), _num(0)]),
-                    expression=_num(1)),
-            exp.LTE(this=_col("t1", "two"), expression=_col(aliases[-1], "two")),
+            exp.LT(this=col("t1", "ten"), expression=num(7)),
+            exp.NEQ(this=col(aliases[-1], "four"), expression=num(1)),
+            paren(exp.Or(this=exp.GT(this=col("t2", "hundred"), expression=num(20)),
+                          expression=exp.EQ(this=col("t2", "two"), expression=num(0)))),
+            exp.GTE(this=exp.Anonymous(this="delay", expressions=[col("t2", "ten"), num(0)]),
+                    expression=num(1)),
+            exp.LTE(this=col("t1", "two"), expression=col(aliases[-1], "two")),
         ]
     select = exp.select().from_(exp.Table(this=exp.to_identifier("t1")))
     for a in aliases[1:]:
         select = select.join(exp.Table(this=exp.to_identifier(a)))
-    select = select.where(_and(preds))
+    select = select.where(and_(preds))
     if variant == "project":
         select = select.select(
-            *[_col(a, "unique2") for a in aliases],
-            _col("t1", "stringu1"),
-            exp.Add(this=_col(aliases[-1], "unique1"), expression=_col("t1", "ten")))
+            *[col(a, "unique2") for a in aliases],
+            col("t1", "stringu1"),
+            exp.Add(this=col(aliases[-1], "unique1"), expression=col("t1", "ten")))
     else:
         select = select.select(exp.Count(this=exp.Star()))
     return select.sql(dialect=DIALECT)
 
-
-def parse(query: str) -> exp.Expression:
-    """Parse a query in the postgres dialect (used to check generated SQL)."""
-    return sqlglot.parse_one(query, read=DIALECT)

@@ -50,7 +50,8 @@ from pathlib import Path
 
 import psycopg
 
-from eddytools.db import connect, eddy_nodes, explain_json
+from eddytools.db import connect, eddy_nodes, explain_json, sql_value
+from spark_loader import wisconsin
 
 ROWS = 10_000
 KEYS = 50                        # parameter :a ranges over 0 .. KEYS-1
@@ -81,16 +82,26 @@ QUERIES: dict[str, tuple[int, dict[str, str], str]] = {
         ORDER BY lw1.unique1 DESC, lw2.four LIMIT 50) s"""),
 }
 
-SETUP_SQL = f"""
-DROP TABLE IF EXISTS lw1, lw2, lw3, lw4, load_expect;
-{''.join(f'''
+
+
+def _wisconsin_sql(k: int, prime: int) -> str:
+    """Wisconsin-like table lw<k> (``spark_loader.wisconsin``'s formulas over
+    the row number) with a unique index on unique2."""
+    items = [f"{wisconsin.multiplicative_permutation_sql('g', ROWS, prime)} AS unique1",
+             "g AS unique2",
+             *wisconsin.attributes_sql("g", ("two", "four", "ten", "hundred")),
+             f"{wisconsin.compact_string_sql('g', 2, 53)} AS stringu1"]
+    return f"""
 CREATE TABLE lw{k} AS
-SELECT (g * {p}) % {ROWS} AS unique1, g AS unique2,
-       g % 2 AS two, g % 4 AS four, g % 10 AS ten, g % 100 AS hundred,
-       chr(65 + g % 26) || chr(65 + (g / 26) % 26) || 'xx' || (g % 53)::text AS stringu1
+SELECT {", ".join(items)}
 FROM generate_series(0, {ROWS - 1}) g;
 CREATE UNIQUE INDEX ON lw{k} (unique2);
-ANALYZE lw{k};''' for k, p in zip(range(1, 5), (7, 13, 17, 19)))}
+ANALYZE lw{k};"""
+
+
+SETUP_SQL = f"""
+DROP TABLE IF EXISTS lw1, lw2, lw3, lw4, load_expect;
+{"".join(_wisconsin_sql(k, p) for k, p in zip(range(1, 5), (7, 13, 17, 19), strict=True))}
 CREATE TABLE load_expect (q text, a int, answer numeric, PRIMARY KEY (q, a));
 CREATE OR REPLACE FUNCTION load_check(q text, a int, got numeric) RETURNS int
 LANGUAGE plpgsql AS $$
@@ -106,7 +117,8 @@ END $$;
 """
 
 
-def _subst(query: str, a: int) -> str:
+def substitute(query: str, a: int) -> str:
+    """``query`` with its parameter :a replaced by ``a``."""
     return query.replace(":a", str(a))
 
 
@@ -144,13 +156,13 @@ def setup(dsn: str) -> None:
         with conn.cursor() as cur:
             for name, (_, _, query) in QUERIES.items():
                 for a in range(KEYS):
-                    (answer,) = cur.execute(_subst(query, a)).fetchone()
+                    answer = sql_value(cur, substitute(query, a))
                     cur.execute("INSERT INTO load_expect VALUES (%s, %s, %s)",
                                 (name, a, answer))
         conn.execute("SET eddy.enabled = on")
         for name, (_, settings, query) in QUERIES.items():
             conn.execute(f"SET eddy.join_method = '{settings.get('eddy.join_method', 'auto')}'")
-            checked = f"SELECT load_check('{name}', 7, ({_subst(query, 7)}))"
+            checked = f"SELECT load_check('{name}', 7, ({substitute(query, 7)}))"
             if not eddy_nodes(explain_json(conn, checked)):
                 raise RuntimeError(f"load query {name} gets no eddy:\n{checked}")
         conn.execute("VACUUM ANALYZE load_expect")

@@ -13,10 +13,10 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-import sqlglot
 from sqlglot import exp
 
-DIALECT = "postgres"
+from eddytools.sqlast import DIALECT
+from spark_loader import wisconsin
 
 
 @dataclass(frozen=True)
@@ -49,23 +49,28 @@ WISCONSIN_COLUMNS: tuple[Column, ...] = (
 
 
 def wisconsin_like_ddl(table: str, rows: int) -> str:
-    """SQL creating a deterministic Wisconsin-like table of ``rows`` rows."""
-    return f"""
-CREATE TABLE {table} AS
-SELECT (g * 7919) % {rows} AS unique1,
-       g AS unique2,
-       g % 2 AS two, g % 4 AS four, g % 10 AS ten, g % 20 AS twenty,
-       g % 100 AS hundred,
-       CASE WHEN g % 2 = 0 THEN NULL ELSE (g * 31) % 100 END AS onepercent_n,
-       CASE WHEN g % 3 = 0 THEN NULL ELSE (g * 17) % 10 END AS tenpercent_n,
-       (g % 100) * 2 AS evenonepercent,
-       chr(65 + g % 26) || chr(65 + (g / 26) % 26) || 'xxxx' || (g % 97)::text AS stringu1,
-       (ARRAY['AAAA', 'HHHH', 'OOOO', 'VVVV'])[1 + g % 4] AS string4,
-       CASE WHEN g % 4 = 1 THEN NULL ELSE 'n' || (g % 13)::text END AS note_n,
-       CASE WHEN g % 5 = 0 THEN NULL
+    """SQL creating a deterministic Wisconsin-like table of ``rows`` rows:
+    ``spark_loader.wisconsin``'s formulas, the attributes derived from the
+    row number (unique2), plus NULL-heavy, text and float columns."""
+    items = [
+        f"{wisconsin.multiplicative_permutation_sql('g', rows)} AS unique1",
+        "g AS unique2",
+        *wisconsin.attributes_sql("g", ("two", "four", "ten", "twenty", "hundred")),
+        "CASE WHEN g % 2 = 0 THEN NULL ELSE (g * 31) % 100 END AS onepercent_n",
+        "CASE WHEN g % 3 = 0 THEN NULL ELSE (g * 17) % 10 END AS tenpercent_n",
+        *wisconsin.attributes_sql("g", ("evenonepercent",)),
+        f"{wisconsin.compact_string_sql('g', 4, 97)} AS stringu1",
+        f"{wisconsin.string4_sql('g', 4)} AS string4",
+        "CASE WHEN g % 4 = 1 THEN NULL ELSE 'n' || (g % 13)::text END AS note_n",
+        """CASE WHEN g % 5 = 0 THEN NULL
             WHEN g % 97 = 0 THEN 'NaN'::float8
             WHEN g % 89 = 0 THEN '-0'::float8
-            ELSE ((g * 13) % 1000) / 1000.0 END AS ratio
+            ELSE ((g * 13) % 1000) / 1000.0 END AS ratio""",
+    ]
+    select = ",\n       ".join(items)
+    return f"""
+CREATE TABLE {table} AS
+SELECT {select}
 FROM generate_series(0, {rows - 1}) g;
 ALTER TABLE {table} ADD PRIMARY KEY (unique2);
 ANALYZE {table};
@@ -91,11 +96,11 @@ class SelectionQueryGenerator:
     def _col(self, c: Column) -> exp.Column:
         return exp.column(c.name)
 
-    def _int_value(self, c: Column) -> exp.Expression:
+    def _int_value(self, c: Column) -> exp.Expr:
         span = c.high - c.low
         return exp.Literal.number(self.rng.randint(c.low - 1, c.high + max(1, span // 10)))
 
-    def _comparison(self, c: Column) -> exp.Expression:
+    def _comparison(self, c: Column) -> exp.Expr:
         ops = [exp.LT, exp.LTE, exp.GT, exp.GTE, exp.EQ, exp.NEQ]
         op = self.rng.choice(ops)
         if c.kind == "int":
@@ -106,7 +111,7 @@ class SelectionQueryGenerator:
         return op(this=self._col(c), expression=exp.Literal.string(
             self.rng.choice(["AAAA", "HHHH", "M", "n5", "Qxxxx", "n12", ""])))
 
-    def _predicate(self, c: Column) -> exp.Expression:
+    def _predicate(self, c: Column) -> exp.Expr:
         r = self.rng.random()
         col = self._col(c)
         if r < 0.30:
@@ -136,7 +141,8 @@ class SelectionQueryGenerator:
             return self._function_predicate(c)
         return self._comparison(c)
 
-    def _function_predicate(self, c: Column) -> exp.Expression:
+    def _function_predicate(self, c: Column) -> exp.Expr:
+        f: exp.Expr
         col = self._col(c)
         if c.kind == "int":
             choice = self.rng.randrange(4)
@@ -168,7 +174,7 @@ class SelectionQueryGenerator:
             exp.Cast(this=col, to=exp.DataType.build("numeric")), exp.Literal.number(1)])
         return exp.GTE(this=f, expression=exp.Literal.number(round(self.rng.random(), 1)))
 
-    def _volatile(self) -> exp.Expression:
+    def _volatile(self) -> exp.Expr:
         if self.rng.random() < 0.5:
             return exp.GTE(this=exp.Anonymous(this="random", expressions=[]),
                            expression=exp.Literal.number(0))
@@ -179,7 +185,7 @@ class SelectionQueryGenerator:
     def query(self) -> GeneratedQuery:
         n = self.rng.randint(2, 6)
         cols = self.rng.sample(list(self.columns), n)
-        conjuncts: list[exp.Expression] = []
+        conjuncts: list[exp.Expr] = []
         for c in cols:
             if self.rng.random() < 0.06:
                 conjuncts.append(self._volatile())
@@ -207,7 +213,3 @@ class SelectionQueryGenerator:
                 select = select.select(exp.column("unique2"))
         return GeneratedQuery(sql=select.sql(dialect=DIALECT), conjuncts=n)
 
-
-def parse(query: str) -> exp.Expression:
-    """Parse a query in the postgres dialect (used to check generated SQL)."""
-    return sqlglot.parse_one(query, read=DIALECT)

@@ -30,6 +30,7 @@ from pathlib import Path
 import psycopg
 from psycopg import sql
 
+from eddytools.db import sql_value
 from spark_loader.tpch import COLUMNS, FOREIGN_KEYS, PRIMARY_KEYS
 
 QUERY_DIR = Path(__file__).with_name("tpch_queries")
@@ -153,8 +154,8 @@ def load(conn: psycopg.Connection, scale: float = 0.01, workdir: Path | None = N
                 copy_csv(conn, table, path)
             add_keys(conn)
     conn.execute("VACUUM ANALYZE")
-    return {t: conn.execute(sql.SQL("SELECT count(*) FROM {}").format(
-        sql.Identifier(t))).fetchone()[0] for t in TABLES}
+    return {t: sql_value(conn, sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier(t)))
+            for t in TABLES}
 
 
 def main(argv: list[str] | None = None) -> None:

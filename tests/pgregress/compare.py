@@ -56,7 +56,7 @@ SETTINGS = re.compile(
 
 
 class Table:
-    __slots__ = ("header", "rows", "footer", "start", "stmt")
+    __slots__ = ("footer", "header", "rows", "start", "stmt")
 
     def __init__(self, header, rows, footer, start, stmt):
         self.header = header
@@ -79,7 +79,7 @@ class Table:
 
 
 class Line:
-    __slots__ = ("text", "start", "stmt")
+    __slots__ = ("start", "stmt", "text")
 
     def __init__(self, text, start, stmt):
         self.text = text
@@ -192,7 +192,7 @@ def parse(path: str) -> list:
         if isinstance(it, Table):
             ctx = []
         else:
-            it.stmt = last_statement(ctx + [it.text])
+            it.stmt = last_statement([*ctx, it.text])
             ctx.append(it.text)
     return items
 
@@ -218,7 +218,7 @@ class Difference:
 def udiff(a: list[str], b: list[str], limit: int = 40) -> list[str]:
     d = list(difflib.unified_diff(a, b, "off", "on", lineterm="", n=1))
     if len(d) > limit:
-        d = d[:limit] + [f"... ({len(d) - limit} more diff lines)"]
+        d = [*d[:limit], f"... ({len(d) - limit} more diff lines)"]
     return d
 
 
@@ -233,7 +233,7 @@ def compare_test(test: str, off_path: str, on_path: str, stats) -> list[Differen
     sm = difflib.SequenceMatcher(None, [x.key() for x in a], [x.key() for x in b], autojunk=False)
     for op, i1, i2, j1, j2 in sm.get_opcodes():
         if op == "equal":
-            for x, y in zip(a[i1:i2], b[j1:j2]):
+            for x, y in zip(a[i1:i2], b[j1:j2], strict=True):
                 if not isinstance(x, Table):
                     continue
                 stats["tables"] += 1
@@ -258,8 +258,8 @@ def compare_test(test: str, off_path: str, on_path: str, stats) -> list[Differen
         stmt = ctx_item.stmt if ctx_item is not None else ""
         kinds = {classify_stmt(x.stmt) for x in a[i1:i2] + b[j1:j2]}
         kind = kinds.pop() if len(kinds) == 1 and None not in kinds else "message"
-        la = [l for x in a[i1:i2] for l in x.lines()]
-        lb = [l for x in b[j1:j2] for l in x.lines()]
+        la = [line for x in a[i1:i2] for line in x.lines()]
+        lb = [line for x in b[j1:j2] for line in x.lines()]
         start_a = a[i1].start if i1 < i2 else (a[i1 - 1].start if i1 else 0)
         start_b = b[j1].start if j1 < j2 else (b[j1 - 1].start if j1 else 0)
         diffs.append(Difference(test, kind, stmt, start_a, start_b, udiff(la, lb)))
@@ -310,7 +310,7 @@ def main() -> int:
     entries = load_entries(args.expected_differences)
     tests_off = {f[:-4] for f in os.listdir(args.off) if f.endswith(".out")}
     tests_on = {f[:-4] for f in os.listdir(args.on) if f.endswith(".out")}
-    stats = collections.Counter()
+    stats: collections.Counter[str] = collections.Counter()
     diffs: list[Difference] = []
     for test in sorted(tests_off | tests_on):
         if test not in tests_off or test not in tests_on:
@@ -323,7 +323,7 @@ def main() -> int:
         )
 
     unexpected: list[Difference] = []
-    by_kind = collections.Counter()
+    by_kind: collections.Counter[str] = collections.Counter()
     for d in diffs:
         hit = next((e for e in entries if e.matches(d)), None)
         if hit is None:
@@ -347,9 +347,10 @@ def main() -> int:
         out.append("")
         out.append(f"[{tag}] {d.test} {d.kind} (off line {d.line_off}, on line {d.line_on})")
         out.append(f"  statement: {d.stmt[:300]}")
-        out.extend("  " + l for l in d.detail)
+        out.extend("  " + line for line in d.detail)
     for e in stale:
-        out.append(f"stale entry (matched nothing), line {e.lineno}: {e.test} | {e.kind} | {e.pattern}")
+        out.append(f"stale entry (matched nothing), line {e.lineno}: "
+                   f"{e.test} | {e.kind} | {e.pattern}")
     text = "\n".join(out) + "\n"
     if args.report:
         with open(args.report, "w", encoding="utf-8") as f:
@@ -357,9 +358,10 @@ def main() -> int:
     # the terminal gets the summary and the unexpected differences
     print("pgregress: " + out[0])
     for d in unexpected:
-        print(f"  UNEXPECTED {d.test} {d.kind} (off line {d.line_off}, on line {d.line_on}): {d.stmt[:200]}")
-        for l in d.detail[:20]:
-            print("    " + l)
+        print(f"  UNEXPECTED {d.test} {d.kind} (off line {d.line_off}, "
+              f"on line {d.line_on}): {d.stmt[:200]}")
+        for line in d.detail[:20]:
+            print("    " + line)
     if stale:
         print(f"  {len(stale)} entries of the list matched nothing (listed in the report)")
     return 1 if unexpected else 0

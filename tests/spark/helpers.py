@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import psycopg
 
 from spark_loader.loader import Report
 
 
-def scalar(dsn: str, query: str, params: tuple = ()) -> object:
+def scalar(dsn: str, query: str, params: tuple = ()) -> Any:
     """The first column of the first row of ``query``."""
     with psycopg.connect(dsn) as conn:
         row = conn.execute(query, params or None).fetchone()

@@ -9,6 +9,7 @@ import sys
 import zlib
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -151,7 +152,7 @@ def test_tpch_table_streams_equal_single_table_output(tmp_path):
     from concurrent.futures import ThreadPoolExecutor
 
     names = ["region", "nation", "supplier", "customer"]
-    params = [{"table": t, "sf": "0.01", "tpchgen": None} for t in names]
+    params: list[dict[str, Any]] = [{"table": t, "sf": "0.01", "tpchgen": None} for t in names]
     streams = tpch.TableStreams(params, str(tmp_path))
     try:
         with ThreadPoolExecutor(len(names)) as pool:

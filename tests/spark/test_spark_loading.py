@@ -176,7 +176,7 @@ def test_connection_errors_are_clear(pg_dsn, tmp_path):
         ({**base, "dbname": "no_such_db"}, "database does not exist"),
     ]
     for params, message in cases:
-        dsn = psycopg.conninfo.make_conninfo(**params)
+        dsn = psycopg.conninfo.make_conninfo("", **params)
         result = _cli("tenk", "--dsn", dsn)
         assert result.returncode == 1, result.stderr
         assert f"spark_loader: error: {message}" in result.stderr
@@ -202,6 +202,4 @@ def test_spark_that_cannot_start_is_a_clear_error(pg_dsn, tmp_path):
     assert f"{tmp_path / 'no_java'}/bin/java: No such file" in result.stderr
     assert "nothing was changed" in result.stderr
     assert "Traceback" not in result.stderr
-    with psycopg.connect(pg_dsn) as conn:
-        assert conn.execute("SELECT count(*) FROM pg_tables "
-                            "WHERE schemaname = 'public'").fetchone()[0] == 0
+    assert scalar(pg_dsn, "SELECT count(*) FROM pg_tables WHERE schemaname = 'public'") == 0

@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from spark_loader.session import ClassDataArchive, _pid_alive
+from spark_loader.session import ClassDataArchive, pid_alive
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -32,9 +32,9 @@ def wait_for_jvm(cache: Path) -> None:
     for pidfile in cache.glob("*.tmp.pid"):
         pid = int(pidfile.read_text())
         deadline = time.monotonic() + 120
-        while _pid_alive(pid) and time.monotonic() < deadline:
+        while pid_alive(pid) and time.monotonic() < deadline:
             time.sleep(0.2)
-        assert not _pid_alive(pid), "the first JVM did not exit"
+        assert not pid_alive(pid), "the first JVM did not exit"
 
 
 def test_class_data_archive_is_made_once_then_used(tmp_path, monkeypatch):

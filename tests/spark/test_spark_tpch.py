@@ -21,7 +21,9 @@ SF01 = {"region": 5, "nation": 25, "supplier": 1_000, "customer": 15_000, "part"
 
 def dbgen_checksums(sf: str, tmp_path) -> dict[str, str]:
     """CRC-32 of each table's dbgen text (trailing ``|`` removed), from one tpchgen run."""
-    subprocess.run([tpch.find_tpchgen(), "-s", sf, "-o", str(tmp_path), "--quiet",
+    tpchgen = tpch.find_tpchgen()
+    assert tpchgen is not None, "tpchgen-cli is a dependency of the project"
+    subprocess.run([tpchgen, "-s", sf, "-o", str(tmp_path), "--quiet",
                     "--no-progress"], check=True)
     out = {}
     for table in tpch.TABLES:
@@ -46,9 +48,9 @@ def check_keys(dsn: str) -> None:
     indexed = {tuple(r[0].split(", ")) for r in rows(dsn, """
         SELECT regexp_replace(indexdef, '.*\\((.*)\\)$', '\\1') FROM pg_indexes
          WHERE schemaname = 'public'""")}
-    for child, cols, parent, keys in tpch.FOREIGN_KEYS:
-        assert any(idx[:len(cols)] == cols for idx in indexed), (child, cols)
-        join = " AND ".join(f"p.{k} = c.{c}" for c, k in zip(cols, keys, strict=True))
+    for child, fk_cols, parent, keys in tpch.FOREIGN_KEYS:
+        assert any(idx[:len(fk_cols)] == fk_cols for idx in indexed), (child, fk_cols)
+        join = " AND ".join(f"p.{k} = c.{c}" for c, k in zip(fk_cols, keys, strict=True))
         dangling = scalar(dsn, f"SELECT count(*) FROM {child} c "
                                f"WHERE NOT EXISTS (SELECT 1 FROM {parent} p WHERE {join})")
         assert dangling == 0, (child, cols, parent)

@@ -1,0 +1,290 @@
+"""The fuzzer's runner: runs a query with the eddy off and on (``Differ``) in
+one database and compares the outcomes.
+
+Comparison rules (``compare``):
+
+- both return rows: equal multisets; when the top query has an ORDER BY over
+  every output column (the generator writes one before every LIMIT/OFFSET)
+  equal sequences;
+- both raise: the same SQLSTATE, or an error PostgreSQL raises too with
+  another plan (below: the eddy read another relation first);
+- the eddy raises and PostgreSQL does not, or the rows differ: a failure;
+- PostgreSQL raises and the eddy returns rows: *tolerated* (counted): an eddy
+  runs a predicate that may raise after every other predicate on a tuple, so
+  it can evaluate it on fewer rows than PostgreSQL's plan (SQL leaves the
+  order of evaluation open);
+- the eddy raises and PostgreSQL does not, but PostgreSQL raises the same
+  error with a plan that reads every relation in full (no nested loops, no
+  index scans): *plan-dependent* (counted, with examples).  An eddy reads
+  its sources in full where PostgreSQL may reach a relation only through a
+  parameterized index scan, or not at all after an empty join (e.g.
+  ``t1.b / t1.a > 5`` on the inner side of an index nested loop, under
+  ``eddy.join_method = hash``).  A predicate run before its guard is still
+  caught: PostgreSQL's full-scan plan keeps the guard first and does not
+  raise.  Likewise when PostgreSQL raises the error on a single relation of
+  the block under that relation's own restrictions (``relation_probes``):
+  the eddy reads every source, where PostgreSQL's plan may never read a
+  relation once a join below it came out empty;
+- a lost connection: a backend crash (assertion failure or signal).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+import psycopg
+import sqlglot
+from sqlglot import exp
+
+from eddytools.db import connect, eddy_nodes, explain_json, multiset, set_gucs
+from eddytools.joingen import JoinSchema
+from eddytools.sqlast import DIALECT, FROM_KEY, aliases_in, and_, conjuncts, parse
+
+POLICIES = ("rank", "lottery", "fixed", "random")
+REOPT_FREQUENCIES = (1, 10, 100, 1000, 100000)
+JOIN_METHODS = ("auto", "hash", "index")
+
+
+class BackendCrash(Exception):
+    """The connection was lost while a statement ran."""
+
+
+def _canon_value(v: Any) -> Any:
+    if isinstance(v, float) and math.isnan(v):
+        return "NaN"
+    return repr(v) if isinstance(v, (float, Decimal)) else v
+
+
+def outcome(conn: psycopg.Connection, query: str) -> tuple:
+    """("rows", rows) or ("error", SQLSTATE, message); a lost connection
+    raises BackendCrash."""
+    try:
+        cur = conn.execute(query)
+        return ("rows", cur.fetchall() if cur.description is not None else [])
+    except psycopg.Error as e:
+        if conn.broken or (isinstance(e, psycopg.OperationalError) and conn.closed):
+            raise BackendCrash(str(e)) from e
+        return ("error", e.sqlstate, str(e).splitlines()[0])
+
+
+def compare(got: tuple, want: tuple, ordered: bool) -> str:
+    """"ok", "tolerated" or the kind of failure: "eddy-error", "rows",
+    "error-code"."""
+    if want[0] == "error":
+        if got[0] == "rows":
+            return "tolerated"
+        return "ok" if got[1] == want[1] else "error-code"
+    if got[0] == "error":
+        return "eddy-error"
+    if ordered:
+        same = [tuple(map(_canon_value, r)) for r in got[1]] == \
+               [tuple(map(_canon_value, r)) for r in want[1]]
+    else:
+        same = multiset(got[1]) == multiset(want[1])
+    return "ok" if same else "rows"
+
+
+def show(o: tuple) -> str:
+    if o[0] == "error":
+        return f"ERROR {o[1]}: {o[2]}"
+    return f"{len(o[1])} rows, first {o[1][:3]}"
+
+
+def settings_for(rng: random.Random, per_query: int) -> list[dict]:
+    """``per_query`` settings, covering every routing policy once per 4;
+    the reoptimization frequency, join method, lottery window and
+    selection_min_cost drawn for each."""
+    out = []
+    for k in range(per_query):
+        out.append({"routing_policy": POLICIES[k % len(POLICIES)],
+                    "reopt_frequency": rng.choice(REOPT_FREQUENCIES),
+                    "join_method": rng.choice(JOIN_METHODS),
+                    "lottery_window": rng.choice([0, 0, 0, 50]),
+                    "selection_min_cost": rng.choice([0, 0.01])})
+    return out
+
+
+@dataclass
+class Failure:
+    kind: str  # "crash", "eddy-error", "rows", "error-code"
+    query: str
+    settings: dict
+    ordered: bool
+    detail: str
+    schema_seed: int
+    origin: str = ""
+
+    def describe(self) -> str:
+        return (f"[{self.kind}] schema seed {self.schema_seed}, {self.origin}\n"
+                f"settings: {self.settings}\n{self.query}\n{self.detail}")
+
+
+@dataclass
+class Stats:
+    queries: int = 0
+    comparisons: int = 0
+    with_eddy: int = 0  # queries with an Eddy under at least one setting
+    plans_with_eddy: int = 0  # (query, setting) pairs with an Eddy
+    tolerated: int = 0
+    plan_dependent: int = 0  # eddy raised; PostgreSQL raised too with full scans
+    plan_dependent_examples: list[str] = field(default_factory=list)
+    vanilla_errors: int = 0
+    failures: list[Failure] = field(default_factory=list)
+    by_relations: dict[int, int] = field(default_factory=dict)
+    by_shape: dict[str, int] = field(default_factory=dict)
+    by_feature: dict[str, int] = field(default_factory=dict)
+    settings_seen: set = field(default_factory=set)
+
+    def summary(self) -> str:
+        share = self.with_eddy / self.queries if self.queries else 0
+        pshare = self.plans_with_eddy / self.comparisons if self.comparisons else 0
+        return (f"{self.queries} queries, {self.comparisons} query x setting comparisons, "
+                f"Eddy in {self.with_eddy} queries ({share:.1%}) and {self.plans_with_eddy} "
+                f"plans ({pshare:.1%}); {self.vanilla_errors} queries raise in vanilla, "
+                f"{self.tolerated} tolerated (vanilla raised, eddy returned rows), "
+                f"{self.plan_dependent} plan-dependent (eddy raised, as vanilla does "
+                f"with full scans); "
+                f"{len(self.failures)} failures\n"
+                f"relations: {dict(sorted(self.by_relations.items()))}\n"
+                f"shapes: {dict(sorted(self.by_shape.items()))}\n"
+                f"features: {dict(sorted(self.by_feature.items()))}\n"
+                f"distinct (policy, reopt, method) settings: {len(self.settings_seen)}")
+
+
+class Differ:
+    """Runs queries with the eddy on and off in one database (schema ``fz``,
+    the extension's functions in ``public``); reconnects after a crash."""
+
+    def __init__(self, dsn: str, log: Callable[[str], None] = lambda s: None) -> None:
+        self.dsn = dsn
+        self.log = log
+        self.conn = self._connect()
+        self.schema_seed: int | None = None
+
+    def _connect(self, timeout: float = 120) -> psycopg.Connection:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                conn = connect(self.dsn)
+                conn.execute("CREATE EXTENSION IF NOT EXISTS eddy")
+                conn.execute("SET search_path = fz, public")
+                conn.execute("SET statement_timeout = '60s'")
+                return conn
+            except psycopg.OperationalError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
+
+    def reconnect(self) -> None:
+        with contextlib.suppress(Exception):
+            self.conn.close()
+        self.conn = self._connect()
+
+    def load_schema(self, seed: int) -> JoinSchema:
+        schema = JoinSchema(seed)
+        if self.schema_seed != seed:
+            self.conn.execute("DROP SCHEMA IF EXISTS fz CASCADE")
+            self.conn.execute("CREATE SCHEMA fz")
+            schema.setup(self.conn)
+            self.schema_seed = seed
+        return schema
+
+    def vanilla(self, query: str) -> tuple:
+        set_gucs(self.conn, enabled="off")
+        return outcome(self.conn, query)
+
+    def eddy(self, query: str, settings: dict) -> tuple[tuple, bool]:
+        """(outcome, has an Eddy) under ``settings``."""
+        set_gucs(self.conn, enabled="on", **settings)
+        try:
+            has = bool(eddy_nodes(explain_json(self.conn, query)))
+        except psycopg.Error as e:
+            if self.conn.broken:
+                raise BackendCrash(str(e)) from e
+            has = False
+        return outcome(self.conn, query), has
+
+    def check(self, query: str, settings: dict, ordered: bool,
+              want: tuple | None = None) -> tuple[str, str, bool]:
+        """(verdict, detail, has Eddy) of one query under one setting."""
+        try:
+            if want is None:
+                want = self.vanilla(query)
+            got, has = self.eddy(query, settings)
+        except BackendCrash as e:
+            self.reconnect()
+            return "crash", str(e), True
+        verdict = compare(got, want, ordered)
+        detail = f"eddy: {show(got)}\nvanilla: {show(want)}"
+        if verdict in ("eddy-error", "error-code"):
+            try:
+                alt = self.vanilla_full_scans(query)
+            except BackendCrash as e:
+                self.reconnect()
+                return "crash", f"vanilla with full scans: {e}", has
+            detail += f"\nvanilla with full scans: {show(alt)}"
+            if alt[0] == "error" and alt[1] == got[1]:
+                verdict = "plan-dependent"
+            else:
+                for probe in relation_probes(query):
+                    o = self.vanilla(probe)
+                    if o[0] == "error" and o[1] == got[1]:
+                        verdict = "plan-dependent"
+                        detail += f"\nvanilla raises it on one relation: {probe}"
+                        break
+        return verdict, detail, has
+
+    FULL_SCANS = ("enable_nestloop", "enable_indexscan", "enable_bitmapscan",
+                  "enable_indexonlyscan")
+
+    def vanilla_full_scans(self, query: str) -> tuple:
+        """PostgreSQL's outcome with a plan that reads every relation in full
+        (no nested loops, no index scans), as an eddy reads its sources."""
+        set_gucs(self.conn, enabled="off")
+        for g in self.FULL_SCANS:
+            self.conn.execute(f"SET {g} = off")
+        try:
+            return outcome(self.conn, query)
+        finally:
+            if not self.conn.broken:
+                for g in self.FULL_SCANS:
+                    self.conn.execute(f"RESET {g}")
+
+
+def relation_probes(query: str) -> list[str]:
+    """For every base relation of every block of ``query``: a count of the
+    relation under its own restrictions (the conjuncts of WHERE and inner ON
+    that name only it) -- what PostgreSQL evaluates when it scans that
+    relation by itself, as an eddy's source scan does."""
+    try:
+        tree = parse(query)
+    except sqlglot.errors.ParseError:
+        return []
+    probes = []
+    for s in tree.find_all(exp.Select):
+        from_ = s.args.get(FROM_KEY)
+        joins = s.args.get("joins") or []
+        if from_ is None or any(j.side or j.kind for j in joins):
+            continue
+        tables = [from_.this] + [j.this for j in joins]
+        conj = conjuncts(s.args["where"].this) if s.args.get("where") else []
+        for j in joins:
+            conj += conjuncts(j.args.get("on"))
+        for t in tables:
+            if not isinstance(t, exp.Table):
+                continue
+            alias = t.alias_or_name
+            own = [c for c in conj if aliases_in(c) == {alias}
+                   and not c.find(exp.Subquery, exp.Select)]
+            if own:
+                probes.append(exp.select(exp.Count(this=exp.Star())).from_(t.copy()).where(
+                    and_([c.copy() for c in own])).sql(dialect=DIALECT))
+    return probes
+
