@@ -76,7 +76,7 @@ def test_proportional_schedule_interleaves_and_ends_together(path3):
     interleaved at rates proportional to the planner's rows: the first
     choices alternate between the joins many times, and the answer is
     vanilla's."""
-    plan, eddy = analyze(path3, source_schedule="proportional")
+    _, eddy = analyze(path3, source_schedule="proportional")
     assert eddy["Source Schedule"] == "proportional"
     assert tuples_read(eddy) == {"r": DIM, "s": ROWS, "t": DIM}
     runs = history(eddy)

@@ -99,15 +99,16 @@ def show(o: tuple) -> str:
 
 def settings_for(rng: random.Random, per_query: int) -> list[dict]:
     """``per_query`` settings, covering every routing policy once per 4;
-    the reoptimization frequency, join method, lottery window and
-    selection_min_cost drawn for each."""
+    the reoptimization frequency, join method, lottery window,
+    selection_min_cost and source schedule drawn for each."""
     out = []
     for k in range(per_query):
         out.append({"routing_policy": POLICIES[k % len(POLICIES)],
                     "reopt_frequency": rng.choice(REOPT_FREQUENCIES),
                     "join_method": rng.choice(JOIN_METHODS),
                     "lottery_window": rng.choice([0, 0, 0, 50]),
-                    "selection_min_cost": rng.choice([0, 0.01])})
+                    "selection_min_cost": rng.choice([0, 0.01]),
+                    "source_schedule": rng.choice(["build", "build", "proportional"])})
     return out
 
 
