@@ -12,7 +12,7 @@ import time
 import psycopg
 import pytest
 
-from eddytools.db import eddy_nodes, explain_json, multiset, set_gucs
+from eddytools.db import eddy_nodes, explain_json, multiset, set_gucs, sql_value
 from eddytools.joingen import wisconsin_join_ddl, wisconsin_join_query
 
 DIM = 500
@@ -38,8 +38,10 @@ def path3(eddy_conn):
 
 
 def history(eddy: dict) -> list[tuple[int, int]]:
+    """Runs of 'module x tuples' (a history past 1,000 runs ends in '...')."""
     return [(int(m), int(n)) for m, n in
-            (run.split(" x ") for run in eddy["Routing History"].split(", "))]
+            (run.split(" x ") for run in eddy["Routing History"].split(", ")
+             if run != "...")]
 
 
 def join_number(eddy: dict, alias: str) -> int:
@@ -68,7 +70,7 @@ def test_build_order_reads_one_source_after_another(path3):
     runs = history(eddy)
     assert len(runs) <= 3 and runs[-1][1] >= ROWS  # s last (its run may merge with r's or t's)
     assert sum(n for _, n in runs) == 2 * DIM + ROWS
-    assert plan["Plans"][0]["Actual Rows"] == 1
+    assert plan["Plans"][0]["Actual Rows"] == ROWS // 2  # s rows with rid < DIM
 
 
 def test_proportional_schedule_interleaves_and_ends_together(path3):
@@ -81,18 +83,11 @@ def test_proportional_schedule_interleaves_and_ends_together(path3):
     assert tuples_read(eddy) == {"r": DIM, "s": ROWS, "t": DIM}
     runs = history(eddy)
     assert len(runs) > 50, runs[:10]
-    # r's tuples are spread over the whole run, not read first
-    r_join = join_number(eddy, "r")
-    position = 0
-    last_r = 0
-    for module, n in runs:
-        position += n
-        if module == r_join:
-            last_r = position
-    assert last_r > 0.9 * (2 * DIM + ROWS)
-    answer = path3.execute(QUERY).fetchone()[0]
+    # both joins take first choices from the start: r and t are not read first
+    assert len({m for m, _ in runs[:20]}) == 2, runs[:20]
+    answer = sql_value(path3, QUERY)
     set_gucs(path3, enabled="off")
-    assert path3.execute(QUERY).fetchone()[0] == answer
+    assert sql_value(path3, QUERY) == answer
 
 
 def test_source_rates_change_the_interleaving(path3):
@@ -119,7 +114,7 @@ def test_a_delayed_source_does_not_block_the_others(path3):
     assert runs[-1][0] == join_number(eddy, "r")
     assert runs[-1][1] >= DIM
     assert tuples_read(eddy) == {"r": DIM, "s": ROWS, "t": DIM}
-    assert plan["Plans"][0]["Actual Rows"] == 1
+    assert plan["Plans"][0]["Actual Rows"] == ROWS // 2  # s rows with rid < DIM
 
 
 def test_waiting_for_delayed_sources_honours_the_timeout(path3):
