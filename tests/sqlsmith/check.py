@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import collections
 import json
+import os
 import re
 import subprocess
 import sys
@@ -37,51 +38,81 @@ CRASH = re.compile(r"terminated by signal|terminated by exception|was terminated
 PSQL_ERROR = re.compile(r"^(?:psql:[^\n]*?)?ERROR:  (?:(?P<state>[0-9A-Z]{5}): )?(?P<msg>.*)$",
                         re.M)
 EDDY = re.compile(r"\beddy", re.I)
+RERUNS_PER_MESSAGE = 5
 
 
 def normalise(msg: str) -> str:
     return re.sub(r"\d+", "N", msg.strip())
 
 
-def read_log(path: str, offset: int) -> tuple[list[dict], list[str]]:
-    """Entries (pid, state, app, level, msg, statement, details) after offset,
-    and the TRAP lines (assertion failures go to stderr, without a prefix).
-    A STATEMENT, DETAIL, ... line belongs to the last ERROR/LOG/... of its
-    process; lines that do not start an entry continue the previous one."""
-    with open(path, "rb") as f:
-        f.seek(offset)
-        text = f.read().decode("utf-8", "replace")
-    entries: list[dict] = []
-    traps: list[str] = []
-    last: dict[str, dict] = {}
-    cur: tuple[dict, str] | None = None       # (dict, key) continuation lines go to
-    for line in text.splitlines():
-        m = ENTRY.match(line)
-        if not m:
-            if line.startswith("TRAP:"):
-                traps.append(line.strip())
-            elif cur is not None:
-                cur[0][cur[1]] += "\n" + line
-            continue
-        level, pid = m["level"], m["pid"]
-        if level in ("STATEMENT", "DETAIL", "HINT", "CONTEXT", "QUERY", "LOCATION"):
-            target = last.get(pid)
-            if target is None:
-                cur = None
-            elif level == "STATEMENT":
-                target["statement"] = m["msg"]
-                cur = (target, "statement")
-            else:
-                d = {"level": level, "msg": m["msg"]}
-                target["details"].append(d)
-                cur = (d, "msg")
-            continue
-        e = {"pid": pid, "state": m["state"], "app": m["app"], "level": level,
-             "msg": m["msg"], "statement": None, "details": []}
-        entries.append(e)
-        last[pid] = e
-        cur = (e, "msg")
-    return entries, traps
+def suspect(e: dict) -> bool:
+    """An ERROR the extension may have raised."""
+    return e["level"] == "ERROR" and (e["state"] == "XX000" or bool(EDDY.search(e["msg"])))
+
+
+def keep(e: dict) -> bool:
+    return suspect(e) or e["level"] == "PANIC" or (
+        e["level"] == "LOG" and "server process" in e["msg"] and bool(CRASH.search(e["msg"])))
+
+
+class Log:
+    """The server log from offset, streamed (a long run writes hundreds of
+    megabytes): ERRORs counted by SQLSTATE and message, and only the entries
+    check.py looks at kept (suspect ERRORs, PANICs, crashes, with their
+    STATEMENT/DETAIL lines), plus the TRAP lines (assertion failures go to
+    stderr, without a prefix).  A STATEMENT, DETAIL, ... line belongs to the
+    last entry of its process; a line that does not start an entry continues
+    the previous one."""
+
+    def __init__(self, path: str, offset: int):
+        self.by_state: collections.Counter = collections.Counter()
+        self.by_msg: collections.Counter = collections.Counter()
+        self.errors = 0
+        self.kept: list[dict] = []
+        self.traps: list[str] = []
+        last: dict[str, dict] = {}
+        cur: tuple[dict, str] | None = None       # (dict, key) continuation lines go to
+        with open(path, "rb") as f:
+            f.seek(offset)
+            for raw in f:
+                line = raw.decode("utf-8", "replace").rstrip("\n")
+                m = ENTRY.match(line)
+                if not m:
+                    if line.startswith("TRAP:"):
+                        self.traps.append(line.strip())
+                    elif cur is not None:
+                        cur[0][cur[1]] += "\n" + line
+                    continue
+                level, pid = m["level"], m["pid"]
+                if level in ("STATEMENT", "DETAIL", "HINT", "CONTEXT", "QUERY", "LOCATION"):
+                    target = last.get(pid)
+                    if target is None:
+                        cur = None
+                    elif level == "STATEMENT":
+                        target["statement"] = m["msg"]
+                        cur = (target, "statement")
+                    else:
+                        d = {"level": level, "msg": m["msg"]}
+                        target["details"].append(d)
+                        cur = (d, "msg")
+                    continue
+                msg = m["msg"]
+                if msg.startswith(m["state"] + ": "):   # log_error_verbosity = verbose
+                    msg = msg[7:]
+                e = {"pid": pid, "state": m["state"], "app": m["app"], "level": level,
+                     "msg": msg, "statement": None, "details": []}
+                if level == "ERROR":
+                    self.errors += 1
+                    self.by_state[e["state"]] += 1
+                    self.by_msg[(e["state"], e["msg"][:100])] += 1
+                if keep(e):
+                    self.kept.append(e)
+                    last[pid] = e
+                    cur = (e, "msg")
+                else:
+                    # its STATEMENT and continuation lines are not needed
+                    last[pid] = {"statement": None, "details": [], "msg": ""}
+                    cur = None
 
 
 def run_psql(psql: str, dsn: str, sql: str, timeout: float = 120) -> tuple[int, str, str]:
@@ -170,6 +201,42 @@ def sqlsmith_counts(path: str) -> dict:
             "broken": chars.get("C", 0) + chars.get("c", 0)}
 
 
+def classify(s: dict, ext_files: set[str], psql: str, dsn: str) -> str:
+    """An XX000 that eddy.enabled = off does not raise: the extension's, unless
+    PostgreSQL raised it in a function the statement calls by name (LOCATION
+    names the C function; pg_proc its SQL name) from a file of PostgreSQL's,
+    for a message that does not mention eddy: such a function (sqlsmith calls
+    test_fdw_handler(), intervaltypmodout(random int), ...) raises for its
+    arguments whoever calls it, and an eddy evaluates it where PostgreSQL's
+    plan never does (an eddy reads all its sources, where PostgreSQL may stop
+    at a one-time filter that is false, an empty relation or a LIMIT): the
+    case the differential fuzzer also counts without failing (README,
+    Randomized differential testing)."""
+    if EDDY.search(s["message"]):
+        return "extension"
+    loc = next((d["msg"] for d in s.get("details", []) if d["level"] == "LOCATION"), "")
+    m = re.match(r"\s*(\w+), ([\w.-]+):\d+", loc)
+    s["location"] = loc
+    if not m or m[2] in ext_files:
+        return "extension"
+    cfunc = m[1]
+    rc, out, _ = run_psql_out(psql, dsn, "SELECT DISTINCT proname FROM pg_proc WHERE prosrc = "
+                              f"'{cfunc}' OR proname = '{cfunc}';\n")
+    names = [n.strip() for n in out.splitlines() if n.strip()]
+    text = (s["statement"] or "").lower()
+    for n in names:
+        if re.search(r"\b" + re.escape(n.lower()) + r"\s*\(", text):
+            s["function"] = n
+            return "evaluated"
+    return "extension"
+
+
+def run_psql_out(psql: str, dsn: str, sql: str) -> tuple[int, str, str]:
+    p = subprocess.run([psql, "-X", "-q", "-At", "-d", dsn, "-f", "-"], input=sql,
+                       capture_output=True, text=True, timeout=60)
+    return p.returncode, p.stdout, p.stderr
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--log", required=True)
@@ -180,47 +247,70 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--dsn", required=True, help="conninfo of the run's role and database")
     ap.add_argument("--seconds", type=int, default=0)
     ap.add_argument("--seed", default="")
+    ap.add_argument("--extension-src", help="the extension's C sources: an error raised there"
+                    " is the extension's")
     ap.add_argument("--report")
     ap.add_argument("--json")
     args = ap.parse_args(argv)
 
-    entries, traps = read_log(args.log, args.offset)
-    errors = [e for e in entries if e["level"] == "ERROR"]
-    by_state = collections.Counter(e["state"] for e in errors)
-    by_msg = collections.Counter((e["state"], e["msg"].split("\n")[0][:100]) for e in errors)
+    log = Log(args.log, args.offset)
+    by_state, by_msg = log.by_state, log.by_msg
 
     crashes = []
-    for e in entries:
+    for e in log.kept:
         if e["level"] == "PANIC":
             crashes.append({"what": "PANIC: " + e["msg"][:300], "statement": e["statement"]})
-        elif e["level"] == "LOG" and CRASH.search(e["msg"]) and "server process" in e["msg"]:
+        elif e["level"] == "LOG":
             stmt = None
             for d in e["details"]:
                 if d["level"] == "DETAIL" and d["msg"].startswith("Failed process was running: "):
                     stmt = d["msg"][len("Failed process was running: "):]
             crashes.append({"what": e["msg"][:300], "statement": stmt})
-    for t in traps:
+    for t in log.traps:
         crashes.append({"what": t[:300], "statement": None})
 
     suspects: dict[str, dict] = {}
-    for e in errors:
-        if e["state"] == "XX000" or EDDY.search(e["msg"]):
+    for e in log.kept:
+        if suspect(e):
             key = e["statement"] or e["msg"]
             s = suspects.setdefault(key, {"state": e["state"], "message": e["msg"][:500],
-                                          "statement": e["statement"], "count": 0})
+                                          "statement": e["statement"], "count": 0,
+                                          "details": e["details"]})
             s["count"] += 1
+    # Re-run with eddy.enabled = off: the same error there makes it
+    # PostgreSQL's.  A message that recurs (a long run repeats PostgreSQL's own
+    # internal errors hundreds of times) is re-run for RERUNS_PER_MESSAGE
+    # statements; the others share their verdict (PostgreSQL's only if every
+    # re-run one was).
     failures = []
     vanilla = []
+    groups: dict[tuple, list[dict]] = collections.defaultdict(list)
     for s in suspects.values():
-        if s["statement"]:
-            s["eddy_off"] = rerun(args.psql, args.dsn, s["statement"], eddy=False)
-            s["eddy_on_again"] = rerun(args.psql, args.dsn, s["statement"], eddy=True)
-            off = s["eddy_off"]
-            if off.get("state") == s["state"] and \
-                    normalise(off.get("message", "")) == normalise(s["message"].split("\n")[0]):
-                vanilla.append(s)
+        groups[(s["state"], normalise(s["message"].split("\n")[0]))].append(s)
+    ext_files = set()
+    if args.extension_src and os.path.isdir(args.extension_src):
+        ext_files = {f for f in os.listdir(args.extension_src) if f.endswith((".c", ".h"))}
+    evaluated = []
+    for (state, msg), members in groups.items():
+        verdicts = []
+        for s in members[:RERUNS_PER_MESSAGE]:
+            if not s["statement"]:
+                verdicts.append("extension")
                 continue
-        failures.append(s)
+            off = s["eddy_off"] = rerun(args.psql, args.dsn, s["statement"], eddy=False)
+            if off.get("state") == state and normalise(off.get("message", "")) == msg:
+                verdicts.append("postgresql")
+                continue
+            s["eddy_on_again"] = rerun(args.psql, args.dsn, s["statement"], eddy=True)
+            verdicts.append(classify(s, ext_files, args.psql, args.dsn))
+        for i, s in enumerate(members):
+            if i < len(verdicts):
+                v = verdicts[i]
+            else:
+                v = verdicts[0] if len(set(verdicts)) == 1 else "extension"
+                s["verdict"] = "not re-run: as the re-run statements with this message"
+            {"postgresql": vanilla, "evaluated": evaluated, "extension": failures}[v].append(s)
+
     for c in crashes:
         if c["statement"]:
             c["eddy_off"] = rerun(args.psql, args.dsn, c["statement"], eddy=False)
@@ -229,16 +319,16 @@ def main(argv: list[str] | None = None) -> int:
     sample = explain_sample(args.psql, args.dsn, args.queries) if args.queries else {}
 
     doc = {"seed": args.seed, "seconds": args.seconds, "sqlsmith": smith,
-           "errors": len(errors), "errors_by_sqlstate": dict(by_state.most_common()),
+           "errors": log.errors, "errors_by_sqlstate": dict(by_state.most_common()),
            "crashes": crashes, "extension_errors": failures,
-           "postgresql_internal_errors": vanilla, "explain_sample": sample}
+           "postgresql_internal_errors": vanilla, "evaluated_by_eddy_only": evaluated, "explain_sample": sample}
     lines = []
     q = smith.get("queries", "?")
     lines.append(f"sqlsmith: seed {args.seed}, {q} queries in {args.seconds}s"
                  + (f" ({smith['ok']} ok, {smith['error']} errors, {smith['syntax_error']}"
                     f" syntax errors, {smith['timeout']} timeouts, per sqlsmith)"
                     if smith.get("queries") else ""))
-    lines.append(f"sqlsmith: server log: {len(errors)} ERRORs: " + ", ".join(
+    lines.append(f"sqlsmith: server log: {log.errors} ERRORs: " + ", ".join(
         f"{k} {v}" for k, v in by_state.most_common()))
     for (state, msg), n in by_msg.most_common(12):
         lines.append(f"    {n:6d}  {state}  {msg}")
@@ -250,7 +340,8 @@ def main(argv: list[str] | None = None) -> int:
     lines.append(f"sqlsmith: crashes/assertion failures: {len(crashes)};"
                  f" errors raised by the extension (XX000 or mentioning eddy, not raised"
                  f" with eddy.enabled = off): {len(failures)};"
-                 f" XX000 PostgreSQL raises too: {len(vanilla)}")
+                 f" statements with an XX000 PostgreSQL raises too: {len(vanilla)},"
+                 f" raised by a PostgreSQL function only the eddy evaluates: {len(evaluated)}")
     for c in crashes:
         lines.append(f"  CRASH: {c['what']}")
         if c["statement"]:
@@ -262,9 +353,14 @@ def main(argv: list[str] | None = None) -> int:
             lines.append(f"    statement: {s['statement'][:2000]}")
             lines.append(f"    with eddy.enabled = off: {s.get('eddy_off')}")
             lines.append(f"    again with eddy on: {s.get('eddy_on_again')}")
-    for s in vanilla:
-        lines.append(f"  (PostgreSQL's own, raised with eddy off too) {s['state']}:"
-                     f" {s['message'][:200]}")
+    ev = collections.Counter((s["state"], s["message"].split("\n")[0][:200], s.get("function"))
+                             for s in evaluated)
+    for (state, msg, fn), n in ev.most_common():
+        lines.append(f"  PostgreSQL's own function {fn}() (raised where an eddy evaluates it and"
+                     f" PostgreSQL's plan does not), {n} statements: {state}: {msg}")
+    own = collections.Counter((s["state"], s["message"].split("\n")[0][:200]) for s in vanilla)
+    for (state, msg), n in own.most_common():
+        lines.append(f"  PostgreSQL's own (raised with eddy off too), {n} statements: {state}: {msg}")
     status = 1 if crashes or failures else 0
     lines.append("sqlsmith: " + ("FAILED" if status else "passed"))
     text = "\n".join(lines) + "\n"
