@@ -8,7 +8,7 @@
 #  3. sqlsmith's random queries against PostgreSQL's regression database with
 #     eddies forced on (tests/sqlsmith/run.sh, its own throwaway server; about
 #     a minute to fill the database, then SQLSMITH_QUERIES (3000) queries or
-#     SQLSMITH_SECONDS (90) seconds; SQLSMITH=0 skips it);
+#     SQLSMITH_SECONDS (60) seconds; SQLSMITH=0 skips it);
 #  4. pytest, whose session fixture starts its own server (pytest-postgresql).
 #
 # Ports: EDDY_TEST_PORT=N runs the servers on N .. N+4 (pg_regress, the two
@@ -78,7 +78,7 @@ if [ "${SQLSMITH:-1}" != 0 ]; then
     echo "== sqlsmith: random queries on the regression database, eddies forced on"
     t0=$SECONDS
     if ! SQLSMITH_WORK="$work/sqlsmith" SQLSMITH_PORT="${SQLSMITH_PORT:-$((port + 3))}" \
-        SQLSMITH_QUERIES="${SQLSMITH_QUERIES:-3000}" SQLSMITH_SECONDS="${SQLSMITH_SECONDS:-90}" \
+        SQLSMITH_QUERIES="${SQLSMITH_QUERIES:-3000}" SQLSMITH_SECONDS="${SQLSMITH_SECONDS:-60}" \
         SQLSMITH_KEEP=0 tests/sqlsmith/run.sh; then
         status=1
         # keep the report, the server log and sqlsmith's output ($work goes)
