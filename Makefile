@@ -2,10 +2,13 @@
 #
 #   make install     build and install the extension (installs
 #                    postgresql-server-dev-15 with apt when it is missing)
+#   make bench       the main job: the overhead benchmark of the TelegraphCQ
+#                    study, end to end (below)
 #   make test        everything, on a fresh machine: system packages, the
 #                    project .venv, an assert-enabled build, a throwaway
 #                    server, pg_regress (installcheck), PostgreSQL's own
-#                    regression suite under eddies (below) and pytest
+#                    regression suite under eddies (below), a short sqlsmith
+#                    run (below) and pytest
 #   make pgregress   PostgreSQL 15's regression suite (src/test/regress of the
 #                    15.18 source package; fetched with `apt-get source` when
 #                    missing) twice, eddy on (eddy.selection_min_cost = 0) and
@@ -14,11 +17,24 @@
 #                    the two runs that tests/pgregress/expected-differences
 #                    does not list.  The whole suite takes a few minutes, so
 #                    `make test` runs all of it too (tests/pgregress/run.sh)
+#   make sqlsmith    random queries (sqlsmith) against PostgreSQL's regression
+#                    database with every eddy forced on (selection_min_cost 0,
+#                    max_sources 16, random routing, reopt_frequency 1), long
+#                    form: SQLSMITH_QUERIES queries (seed SQLSMITH_SEED) or
+#                    SQLSMITH_SECONDS, whichever comes first, on an
+#                    assert-enabled build; fails on a crash, an assertion
+#                    failure, or an internal (XX000) or eddy error that
+#                    PostgreSQL does not raise with eddy.enabled = off.  The
+#                    server and its regression database stay in SQLSMITH_SERVER
+#                    between runs (rm -rf it to start over); see
+#                    tests/sqlsmith/run.sh.  make test runs a short form
 #   make bench       the overhead benchmark of the TelegraphCQ study, end to
 #                    end: a non-assert build, a throwaway server with eddy
 #                    preloaded (unless DSN=... names one), the Spark loader,
-#                    every experiment; results and plots in docs/bench/
-#                    (BENCH_ARGS="--quick" for a smoke run; see
+#                    every experiment; results and plots in bench-results/
+#                    (untracked; BENCH_OUT=dir elsewhere), or, with
+#                    BENCH_PUBLISH=1, in docs/bench/, refreshing the committed
+#                    results (BENCH_ARGS="--quick" for a smoke run; see
 #                    .venv/bin/python -m eddytools.bench --help)
 #   make load        concurrent load: LOAD_CLIENTS (8) pgbench sessions, half
 #                    with prepared statements, half with the simple protocol,
@@ -50,19 +66,27 @@ VENV ?= .venv
 PYTHON ?= /usr/bin/python3
 export PG_BINDIR PG_CONFIG
 
-.PHONY: all build install test pgregress bench load valgrind fuzz sysdeps venv clean
+.PHONY: all build install test pgregress sqlsmith bench load valgrind fuzz sysdeps venv clean
 
 all: build
 
-# The server headers come with postgresql-server-dev-15 (Debian ships pgxs.mk
-# in postgresql-client-15, so its presence proves nothing); Spark needs a Java
-# runtime.
+# Everything make test and make bench need beyond postgresql-15,
+# postgresql-client-15, Python and make: the server headers come with
+# postgresql-server-dev-15 (Debian ships pgxs.mk in postgresql-client-15, so
+# its presence proves nothing), which does not pull in a C compiler (the
+# extension, and the regression suite's regress.so, are built with gcc);
+# Spark needs a Java runtime (and ps); sqlsmith is make test's random query
+# generator; python3-venv for the project .venv.  (tests/pgregress/run.sh
+# installs dpkg-dev itself when it has to fetch PostgreSQL's source.)
 sysdeps:
 	@missing=""; \
 	test -f "$$($(PG_CONFIG) --includedir-server 2>/dev/null)/postgres.h" || missing="$$missing postgresql-server-dev-15"; \
 	test -f "$$($(PG_CONFIG) --pgxs 2>/dev/null)" || missing="$$missing postgresql-server-dev-15"; \
 	test -x $(PG_BINDIR)/postgres || missing="$$missing postgresql-15"; \
+	command -v gcc >/dev/null 2>&1 && test -f /usr/include/stdio.h || missing="$$missing build-essential"; \
 	command -v java >/dev/null 2>&1 || missing="$$missing openjdk-17-jre-headless"; \
+	command -v ps >/dev/null 2>&1 || missing="$$missing procps"; \
+	command -v sqlsmith >/dev/null 2>&1 || missing="$$missing sqlsmith"; \
 	$(PYTHON) -c 'import ensurepip, venv' >/dev/null 2>&1 || missing="$$missing python3-venv"; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing:$$missing"; \
@@ -101,13 +125,31 @@ pgregress: sysdeps
 	$(MAKE) -C extension install EDDY_ASSERT=1 PG_CONFIG=$(PG_CONFIG)
 	PGREGRESS_WORK=$(PGREGRESS_WORK) tests/pgregress/run.sh
 
+# sqlsmith, long form (make test runs a short one): the server in
+# $(SQLSMITH_SERVER)/server keeps its regression database between runs; report
+# in $(SQLSMITH_SERVER)/report.txt.
+SQLSMITH_QUERIES ?= 100000
+SQLSMITH_SECONDS ?= 1800
+SQLSMITH_SEED ?= 1
+SQLSMITH_PORT ?= 25436
+SQLSMITH_SERVER ?= /var/tmp/eddy-sqlsmith
+sqlsmith: sysdeps
+	$(MAKE) -C extension clean PG_CONFIG=$(PG_CONFIG)
+	$(MAKE) -C extension install EDDY_ASSERT=1 PG_CONFIG=$(PG_CONFIG)
+	SQLSMITH_WORK=$(SQLSMITH_SERVER) SQLSMITH_PORT=$(SQLSMITH_PORT) SQLSMITH_KEEP=1 \
+	  SQLSMITH_QUERIES=$(SQLSMITH_QUERIES) SQLSMITH_SECONDS=$(SQLSMITH_SECONDS) \
+	  SQLSMITH_SEED=$(SQLSMITH_SEED) tests/sqlsmith/run.sh
+
 # The benchmark needs a build without assertions: rebuild from clean.  With
 # DSN=... (or PGHOST/PGDATABASE in the environment) it uses that server, which
 # must preload eddy; otherwise it starts its own server as the postgres OS user
 # in BENCH_SERVER (kept between runs, so the loaded tables are reused; stopped
-# after each run; rm -rf it to start over).
+# after each run; rm -rf it to start over).  The results go to the untracked
+# bench-results/, so a run leaves the checkout clean; BENCH_PUBLISH=1 writes
+# them into docs/bench/ instead, to refresh the committed results on purpose.
 DSN ?=
-BENCH_OUT ?= docs/bench
+BENCH_PUBLISH ?=
+BENCH_OUT ?= $(if $(filter 1 yes true,$(BENCH_PUBLISH)),docs/bench,bench-results)
 BENCH_ARGS ?=
 BENCH_PORT ?= 25433
 BENCH_SERVER ?= /tmp/eddy-bench-server

@@ -6,7 +6,14 @@
 #     started here with eddy preloaded;
 #  2. PostgreSQL's own regression suite, eddy on vs off (tests/pgregress/run.sh,
 #     which starts its own throwaway instances; PGREGRESS=0 skips it);
-#  3. pytest, whose session fixture starts its own server (pytest-postgresql).
+#  3. sqlsmith's random queries against PostgreSQL's regression database with
+#     eddies forced on (tests/sqlsmith/run.sh, its own throwaway server; about
+#     a minute to fill the database, then SQLSMITH_QUERIES (3000) queries or
+#     SQLSMITH_SECONDS (60) seconds; SQLSMITH=0 skips it);
+#  4. pytest, whose session fixture starts its own server (pytest-postgresql).
+#
+# Ports: EDDY_TEST_PORT=N runs the servers on N .. N+4 (pg_regress, the two
+# regression suite instances, sqlsmith, pytest); by default a random base.
 #
 # PostgreSQL refuses to run as root: when run as root, the servers and pytest
 # run as the unprivileged OS user $PG_OS_USER (default postgres).
@@ -20,7 +27,9 @@ export PG_BINDIR=${PG_BINDIR:-/usr/lib/postgresql/15/bin}
 
 work=$(mktemp -d /tmp/eddy-test.XXXXXX)
 chmod 755 "$work"
-port=$((20000 + RANDOM % 20000))
+port=${EDDY_TEST_PORT:-$((20000 + RANDOM % 20000))}
+pytest_port=()
+[ -n "${EDDY_TEST_PORT:-}" ] && pytest_port=(--postgresql-port="$((port + 4))")
 cleanup() {
     tests/pgserver.sh stop "$work/regress" || true
     rm -rf "$work"
@@ -76,12 +85,28 @@ if [ "${PGREGRESS:-1}" != 0 ]; then
     fi
 fi
 
+if [ "${SQLSMITH:-1}" != 0 ]; then
+    echo "== sqlsmith: random queries on the regression database, eddies forced on"
+    t0=$SECONDS
+    if ! SQLSMITH_WORK="$work/sqlsmith" SQLSMITH_PORT="${SQLSMITH_PORT:-$((port + 3))}" \
+        SQLSMITH_QUERIES="${SQLSMITH_QUERIES:-3000}" SQLSMITH_SECONDS="${SQLSMITH_SECONDS:-60}" \
+        SQLSMITH_KEEP=0 tests/sqlsmith/run.sh; then
+        status=1
+        # keep the report, the server log and sqlsmith's output ($work goes)
+        kept=/tmp/eddy-sqlsmith-failed.$$
+        mkdir -p "$kept" && cp -r "$work/sqlsmith/report.txt" "$work/sqlsmith/report.json" \
+            "$work/sqlsmith/server/server.log" "$work/sqlsmith/run" "$kept/" 2>/dev/null
+        echo "sqlsmith: report, server log and sqlsmith's output kept in $kept"
+    fi
+    echo "sqlsmith: step took $((SECONDS - t0))s"
+fi
+
 echo "== pytest"
 mkdir -p "$work/home"
 [ "$(id -u)" -eq 0 ] && chown "$PG_OS_USER" "$work/home"
 as_test_user env HOME="$work/home" PYTHONDONTWRITEBYTECODE=1 TMPDIR=/tmp \
     PG_BINDIR="$PG_BINDIR" \
-    "$VENV/bin/python" -m pytest -p no:cacheprovider -ra "$@" tests
+    "$VENV/bin/python" -m pytest -p no:cacheprovider -ra "${pytest_port[@]}" "$@" tests
 rc=$?
 if [ $rc -ne 0 ]; then status=1; fi
 

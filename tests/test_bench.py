@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+from pathlib import Path
 
 import pytest
 
@@ -109,6 +110,14 @@ def test_help_and_bad_arguments(capsys):
     with pytest.raises(SystemExit) as e:
         bench.main(["-e", "selections,nope"])
     assert e.value.code == 2
+
+
+def test_default_output_is_untracked():
+    """Without --out the results go to bench-results/ (in .gitignore), not to
+    the committed docs/bench/: a benchmark run leaves the checkout clean."""
+    assert str(bench.build_parser().parse_args([]).out) == "bench-results"
+    gitignore = (Path(__file__).resolve().parent.parent / ".gitignore").read_text()
+    assert "bench-results/" in gitignore.split()
 
 
 def test_configurations_do_not_leak_settings(eddy_conn):

@@ -463,8 +463,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="measured repetitions (default: 11; --quick: 2)")
     ap.add_argument("--warmup", type=int, default=1,
                     help="unrecorded warm-up repetitions first (default: 1)")
-    ap.add_argument("-o", "--out", type=Path, default=Path("docs/bench"),
-                    help="output folder (default: docs/bench)")
+    ap.add_argument("-o", "--out", type=Path, default=Path("bench-results"),
+                    help="output folder (default: bench-results, untracked; "
+                         "--out docs/bench refreshes the committed results)")
     ap.add_argument("--quick", action="store_true",
                     help=f"smoke run: small tables ({QUICK_ROWS['tenk']:,} and "
                          f"{QUICK_ROWS['hundredk']:,} rows) in schema {QUICK_SCHEMA}, "
