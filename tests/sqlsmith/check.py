@@ -101,12 +101,12 @@ class Log:
                 msg = m["msg"]
                 if msg.startswith(m["state"] + ": "):   # log_error_verbosity = verbose
                     msg = msg[7:]
-                e = {"pid": pid, "state": m["state"], "app": m["app"], "level": level,
-                     "msg": msg, "statement": None, "details": []}
+                e: dict = {"pid": pid, "state": m["state"], "app": m["app"], "level": level,
+                           "msg": msg, "statement": None, "details": []}
                 if level == "ERROR":
                     self.errors += 1
-                    self.by_state[e["state"]] += 1
-                    self.by_msg[(e["state"], e["msg"][:100])] += 1
+                    self.by_state[m["state"]] += 1
+                    self.by_msg[(m["state"], msg[:100])] += 1
                 if keep(e):
                     self.kept.append(e)
                     last[pid] = e
@@ -135,7 +135,7 @@ def rerun(psql: str, dsn: str, statement: str, eddy: bool) -> dict:
            + "BEGIN;\n" + statement.rstrip().rstrip(";") + "\n;\nROLLBACK;\n")
     rc, _, err = run_psql(psql, dsn, sql)
     m = PSQL_ERROR.search(err)
-    out = {"psql_exit": rc}
+    out: dict[str, object] = {"psql_exit": rc}
     if m:
         out["state"] = m["state"] or "?????"
         out["message"] = m["msg"].strip()
@@ -190,7 +190,8 @@ def explain_sample(psql: str, dsn: str, path: str) -> dict:
 
 def sqlsmith_counts(path: str) -> dict:
     try:
-        text = open(path, encoding="utf-8", errors="replace").read()
+        with open(path, encoding="utf-8", errors="replace") as f:
+            text = f.read()
     except FileNotFoundError:
         return {}
     chars = collections.Counter("".join(
@@ -222,7 +223,7 @@ def classify(s: dict, ext_files: set[str], psql: str, dsn: str) -> str:
     if not m or m[2] in ext_files:
         return "extension"
     cfunc = m[1]
-    rc, out, _ = run_psql_out(psql, dsn, "SELECT DISTINCT proname FROM pg_proc WHERE prosrc = "
+    _, out, _ = run_psql_out(psql, dsn, "SELECT DISTINCT proname FROM pg_proc WHERE prosrc = "
                               f"'{cfunc}' OR proname = '{cfunc}';\n")
     names = [n.strip() for n in out.splitlines() if n.strip()]
     text = (s["statement"] or "").lower()
@@ -284,15 +285,15 @@ def main(argv: list[str] | None = None) -> int:
     # internal errors hundreds of times) is re-run for RERUNS_PER_MESSAGE
     # statements; the others share their verdict (PostgreSQL's only if every
     # re-run one was).
-    failures = []
-    vanilla = []
+    failures: list[dict] = []
+    vanilla: list[dict] = []
     groups: dict[tuple, list[dict]] = collections.defaultdict(list)
     for s in suspects.values():
         groups[(s["state"], normalise(s["message"].split("\n")[0]))].append(s)
     ext_files = set()
     if args.extension_src and os.path.isdir(args.extension_src):
         ext_files = {f for f in os.listdir(args.extension_src) if f.endswith((".c", ".h"))}
-    evaluated = []
+    evaluated: list[dict] = []
     for (state, msg), members in groups.items():
         verdicts = []
         for s in members[:RERUNS_PER_MESSAGE]:
@@ -323,7 +324,8 @@ def main(argv: list[str] | None = None) -> int:
     doc = {"seed": args.seed, "seconds": args.seconds, "sqlsmith": smith,
            "errors": log.errors, "errors_by_sqlstate": dict(by_state.most_common()),
            "crashes": crashes, "extension_errors": failures,
-           "postgresql_internal_errors": vanilla, "evaluated_by_eddy_only": evaluated, "explain_sample": sample}
+           "postgresql_internal_errors": vanilla, "evaluated_by_eddy_only": evaluated,
+           "explain_sample": sample}
     lines = []
     q = smith.get("queries", "?")
     lines.append(f"sqlsmith: seed {args.seed}, {q} queries in {args.seconds}s"
@@ -362,7 +364,8 @@ def main(argv: list[str] | None = None) -> int:
                      f" PostgreSQL's plan does not), {n} statements: {state}: {msg}")
     own = collections.Counter((s["state"], s["message"].split("\n")[0][:200]) for s in vanilla)
     for (state, msg), n in own.most_common():
-        lines.append(f"  PostgreSQL's own (raised with eddy off too), {n} statements: {state}: {msg}")
+        lines.append(f"  PostgreSQL's own (raised with eddy off too), {n} statements: "
+                     f"{state}: {msg}")
     status = 1 if crashes or failures else 0
     lines.append("sqlsmith: " + ("FAILED" if status else "passed"))
     text = "\n".join(lines) + "\n"
