@@ -10,7 +10,7 @@
  * convention: FdwScanPrivateIndex).  Every element survives copyObject:
  * Integer and Float nodes and Lists of them; OIDs are stored as Integers
  * (an OID above INT_MAX reads back unchanged through a cast), bitmaps of
- * sources or modules as Integers too (at most EDDY_MAX_SOURCES bits).
+ * sources or modules as Integers too (at most EDDY_MAX_MAX_SOURCES, 16, bits).
  *
  * Expressions (predicates, join keys, join conditions for EXPLAIN) are in
  * custom_exprs, so that setrefs rewrites them into INDEX_VAR references
