@@ -36,6 +36,7 @@ from eddytools.db import (
     eddy_nodes,
     eddy_reasons,
     explain_json,
+    migration_settings,
     multiset,
     plan_nodes,
     server_log_excerpt,
@@ -176,12 +177,13 @@ def test_wisconsin_joins_match_vanilla(wisc, runner, shape):
 # ---------------------------------------------------------------------------
 
 def random_settings(rng: random.Random) -> dict:
-    return {"routing_policy": rng.choice(POLICIES),
-            "reopt_frequency": rng.choice([1, 2, 10, 100, 1000]),
-            "join_method": rng.choice(["auto", "auto", "hash", "index"]),
-            "lottery_window": rng.choice([0, 0, 50]),
-            "selection_min_cost": rng.choice([0, 0.01, 0.01]),
-            "source_schedule": rng.choice(["build", "build", "proportional"])}
+    settings = {"routing_policy": rng.choice(POLICIES),
+                "reopt_frequency": rng.choice([1, 2, 10, 100, 1000]),
+                "join_method": rng.choice(["auto", "auto", "hash", "index"]),
+                "lottery_window": rng.choice([0, 0, 50]),
+                "selection_min_cost": rng.choice([0, 0.01, 0.01]),
+                "source_schedule": rng.choice(["build", "build", "proportional"])}
+    return settings | migration_settings(repr(settings))
 
 
 def same_outcome(got: tuple, want: tuple, ordered: bool) -> bool:

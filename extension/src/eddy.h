@@ -81,6 +81,16 @@ typedef enum EddyRoutingPolicy
 	EDDY_POLICY_RANDOM			/* uniform among eligible operators */
 } EddyRoutingPolicy;
 
+/* eddy.migration: when an eddy moves its join state (migrate.c) */
+typedef enum EddyMigrationPolicy
+{
+	EDDY_MIGRATION_OFF,			/* never: the state keeps its history */
+	EDDY_MIGRATION_GREEDY,		/* whenever a routing decision changes (002 4.2) */
+	EDDY_MIGRATION_GUARDED		/* when the change holds and pays for the move */
+} EddyMigrationPolicy;
+
+#define EDDY_MAX_DEBUG_MIGRATE_EVERY	1000000
+
 /* Monotonic clock in nanoseconds (cost sampling, delay()) */
 static inline double
 eddy_now_ns(void)
@@ -116,10 +126,13 @@ extern int	eddy_max_memory;
 extern int	eddy_source_schedule;	/* schedule.c */
 extern char *eddy_source_rates;
 extern char *eddy_source_delays;
+extern int	eddy_migration;
+extern int	eddy_debug_migrate_every;
 extern void EddyScheduleGucInit(void);
 extern void EddyGucInit(void);
 extern Size EddyMaxMemoryBytes(int nstairs);
 extern const char *EddyPolicyName(EddyRoutingPolicy policy);
+extern const char *EddyMigrationName(EddyMigrationPolicy policy);
 
 /* planner.c */
 extern void EddyPlannerInit(void);

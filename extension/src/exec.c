@@ -31,8 +31,9 @@
  *						an empty stack is a point of stasis
  *	 EDDY_STATE_STASIS	a point of stasis: nothing routed is in flight, so
  *						the transient arena is rewound; this is where
- *						whatever changes state wholesale belongs (state
- *						migration, flushing, spilling); then READ
+ *						whatever changes state wholesale belongs: state
+ *						migration (migrate.c) runs here, and flushing and
+ *						spilling will; then READ
  *	 EDDY_STATE_DONE	every source exhausted and the stack empty
  *
  * A one-source eddy whose modules are all filters (a selection eddy) is
@@ -300,6 +301,7 @@ eddy_begin(CustomScanState *node, EState *estate, int eflags)
 				   (EddyRoutingPolicy) eddy_routing_policy,
 				   eddy_reopt_frequency, eddy_lottery_window,
 				   UINT64CONST(0x5eed0edd) ^ (uint64) cscan->scan.plan.plan_node_id);
+	EddyMigrationInit(es);
 	es->until_sample = 1;		/* time the first tuple */
 	es->state = EDDY_STATE_READ;
 
@@ -611,6 +613,8 @@ eddy_exec_node(PlanState *pstate)
 		switch (es->state)
 		{
 			case EDDY_STATE_STASIS:
+				if (unlikely(es->migrating))
+					EddyMigrationStasis(es);
 				at_stasis(es);
 				es->state = EDDY_STATE_READ;
 				/* FALLTHROUGH */
@@ -736,10 +740,12 @@ eddy_rescan(CustomScanState *node)
 		if (m->methods->rescan)
 			m->methods->rescan(es, m);
 	}
+	EddyMigrationRescan(es);
 	if (!es->chain)
 	{
 		EddyArenaReset(&es->transient);
 		EddyArenaReset(&es->stored);
+		es->free_tuples = NULL;
 		memset(es->loaded, 0, sizeof(EddyRow *) * es->nsources);
 		es->loaded_any = false;
 	}

@@ -243,6 +243,7 @@ struct EddyModule
 	int			index;			/* in plan order */
 	Expr	   *expr;			/* predicate or join condition, for EXPLAIN */
 	EddyPredicate *filter;		/* a filter's predicate, or NULL */
+	uint32		ends;			/* a join's two end sources (0: a selection) */
 	int			ndirs;
 	EddyRouteTarget target[2];	/* route conditions per direction */
 	int			target_index[2];	/* their index in the router */
@@ -373,11 +374,17 @@ struct EddyState
 	Size		max_memory;
 	Size		peak_memory;
 	uint64		inserts;		/* STAIR insertions, for memory checks */
+	EddyTuple  *free_tuples;	/* stored tuples migration took out of STAIRs,
+								 * chained through rows[0], for reuse */
 	int			nstairs;
 
 	/* scratch for index fetches */
 	Datum	   *fetch_values;
 	bool	   *fetch_isnull;
+
+	/* state migration (migrate.c), NULL when the eddy never migrates */
+	struct EddyMigrator *migrator;
+	bool		migrating;		/* ... and some relation may migrate */
 };
 
 /* exec.c */
@@ -402,6 +409,29 @@ EddyTupleAlloc(EddyState *es, EddyArena *arena)
 {
 	return EddyArenaAlloc(arena, offsetof(EddyTuple, rows) +
 						  sizeof(EddyRow *) * es->nsources);
+}
+
+/*
+ * A tuple in state memory: one that state migration took out of its STAIR
+ * (EddyStoredTupleFree) if any, else a new one.  A stored tuple belongs to
+ * one STAIR entry.
+ */
+static inline EddyTuple *
+EddyStoredTupleAlloc(EddyState *es)
+{
+	EddyTuple  *t = es->free_tuples;
+
+	if (likely(t == NULL))
+		return EddyTupleAlloc(es, &es->stored);
+	es->free_tuples = (EddyTuple *) t->rows[0];
+	return t;
+}
+
+static inline void
+EddyStoredTupleFree(EddyState *es, EddyTuple *t)
+{
+	t->rows[0] = (EddyRow *) es->free_tuples;
+	es->free_tuples = t;
 }
 
 /* Bytes of a row header of source src: hash slots, and null flags when inline */
@@ -475,6 +505,19 @@ EddyTupleStoreForJoin(EddyState *es, int rel, EddyTuple *t, EddyTuple **view)
 		*view = stored;
 	return stored;
 }
+
+/* mod_hashjoin.c: what state migration reads of a hash join */
+extern bool EddyModuleIsHashJoin(EddyModule *m);
+extern EddyJoinSpec *EddyHashJoinSpec(EddyModule *m);
+extern Stair *EddyHashJoinStair(EddyModule *m, int side);
+extern bool EddyHashJoinKeyHash(EddyState *es, EddyModule *m, int side,
+								EddyTuple *t, Datum *keys, uint32 *hash);
+
+/* migrate.c */
+extern void EddyMigrationInit(EddyState *es);
+extern void EddyMigrationStasis(EddyState *es);
+extern void EddyMigrationRescan(EddyState *es);
+extern void EddyMigrationExplain(EddyState *es, ExplainState *xs);
 
 /* schedule.c */
 extern void EddyScheduleInit(EddyState *es);

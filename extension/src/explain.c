@@ -16,7 +16,8 @@
  * join's STAIRs add inserted, probed and matched.  Then tuples routed,
  * recomputations, and the final order (one-source eddies, whose routing
  * is one chain) or the join state's peak memory.  VERBOSE adds the history
- * of first choices: runs of "module x tuples".
+ * of first choices: runs of "module x tuples".  An eddy that may migrate
+ * its state shows the policy, and under ANALYZE the moves (migrate.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -220,6 +221,7 @@ EddyExplain(CustomScanState *node, List *ancestors, ExplainState *xs)
 			ExplainCloseGroup("Operator", NULL, true, xs);
 	}
 	ExplainCloseGroup("Operators", "Operators", false, xs);
+	EddyMigrationExplain(es, xs);
 
 	if (!analyze)
 		return;

@@ -24,6 +24,28 @@ bool		eddy_static_shj = false;
 int			eddy_join_method = EDDY_JOIN_AUTO;
 int			eddy_max_sources = EDDY_DEFAULT_MAX_SOURCES;
 int			eddy_max_memory = -1;
+int			eddy_migration = EDDY_MIGRATION_OFF;
+int			eddy_debug_migrate_every = 0;
+
+static const struct config_enum_entry migration_options[] = {
+	{"off", EDDY_MIGRATION_OFF, false},
+	{"greedy", EDDY_MIGRATION_GREEDY, false},
+	{"guarded", EDDY_MIGRATION_GUARDED, false},
+	{NULL, 0, false}
+};
+
+const char *
+EddyMigrationName(EddyMigrationPolicy policy)
+{
+	const struct config_enum_entry *e;
+
+	for (e = migration_options; e->name != NULL; e++)
+	{
+		if (e->val == (int) policy)
+			return e->name;
+	}
+	return "unknown";
+}
 
 static const struct config_enum_entry join_method_options[] = {
 	{"auto", EDDY_JOIN_AUTO, false},
@@ -185,6 +207,34 @@ EddyGucInit(void)
 							MAX_KILOBYTES,
 							PGC_USERSET,
 							GUC_UNIT_KB,
+							NULL,
+							NULL,
+							NULL);
+
+	DefineCustomEnumVariable("eddy.migration",
+							 "When a join eddy moves its STAIRs' state to match its routing.",
+							 "off: never; greedy: whenever the first join of a relation's tuples changes; "
+							 "guarded: when the change has held for a while and the expected savings exceed the cost of the move.",
+							 &eddy_migration,
+							 EDDY_MIGRATION_OFF,
+							 migration_options,
+							 PGC_USERSET,
+							 0,
+							 NULL,
+							 NULL,
+							 NULL);
+
+	/* testing: a migration at every N-th point of stasis, whatever the policy */
+	DefineCustomIntVariable("eddy.debug_migrate_every",
+							"Forces a state migration at every N-th point of stasis (0: never); for testing.",
+							"Each forced migration moves a random eligible relation's state to a random one of its joins, "
+							"and checks the migration's invariants afterwards.",
+							&eddy_debug_migrate_every,
+							0,
+							0,
+							EDDY_MAX_DEBUG_MIGRATE_EVERY,
+							PGC_USERSET,
+							0,
 							NULL,
 							NULL,
 							NULL);

@@ -310,6 +310,45 @@ hashjoin_route(EddyState *es, EddyModule *m, int dir, EddyTuple *t)
 	return NULL;
 }
 
+/*
+ * What state migration (migrate.c) needs of a hash join: whether a module
+ * is one, its ends and STAIRs, and the key values and hash of a tuple on
+ * one side (false if a key is NULL).  By-reference computed keys are made
+ * in state memory, since they go into a STAIR.
+ */
+bool
+EddyModuleIsHashJoin(EddyModule *m)
+{
+	return m->methods == &hashjoin_methods;
+}
+
+EddyJoinSpec *
+EddyHashJoinSpec(EddyModule *m)
+{
+	Assert(EddyModuleIsHashJoin(m));
+	return &((EddyHashJoin *) m)->ends;
+}
+
+Stair *
+EddyHashJoinStair(EddyModule *m, int side)
+{
+	Assert(EddyModuleIsHashJoin(m));
+	return ((EddyHashJoin *) m)->stair[side];
+}
+
+bool
+EddyHashJoinKeyHash(EddyState *es, EddyModule *m, int side, EddyTuple *t,
+					Datum *keys, uint32 *hash)
+{
+	EddyHashJoin *hj = (EddyHashJoin *) m;
+
+	Assert(EddyModuleIsHashJoin(m));
+	if (!EddyJoinKeys(es, &hj->ends, side, t, keys, &es->stored))
+		return false;
+	*hash = join_hash(es, hj, side, t, keys);
+	return true;
+}
+
 /* The next match of a frame's probe, or NULL */
 static EddyTuple *
 hashjoin_next(EddyState *es, EddyFrame *f)
@@ -370,20 +409,24 @@ hashjoin_explain(EddyState *es, EddyModule *m, List *context, bool useprefix,
 		EddyExplainCounters(es, m, -1, xs);
 		for (s = 0; s < 2; s++)
 		{
-			if (analyze && hj->stair[s]->skipped > 0)
-				EddyExplainLine(xs, "  STAIR %s: Inserted: " UINT64_FORMAT
-								"  Skipped: " UINT64_FORMAT
-								"  Probed: " UINT64_FORMAT "  Matched: " UINT64_FORMAT,
-								keys[s], hj->stair[s]->inserted,
-								hj->stair[s]->skipped,
-								hj->stair[s]->probed, hj->stair[s]->matched);
-			else if (analyze)
-				EddyExplainLine(xs, "  STAIR %s: Inserted: " UINT64_FORMAT
-								"  Probed: " UINT64_FORMAT "  Matched: " UINT64_FORMAT,
-								keys[s], hj->stair[s]->inserted,
-								hj->stair[s]->probed, hj->stair[s]->matched);
-			else
-				EddyExplainLine(xs, "  STAIR %s", keys[s]);
+			Stair	   *st = hj->stair[s];
+			StringInfoData buf;
+
+			initStringInfo(&buf);
+			appendStringInfo(&buf, "  STAIR %s", keys[s]);
+			if (analyze)
+			{
+				appendStringInfo(&buf, ": Inserted: " UINT64_FORMAT, st->inserted);
+				if (st->skipped > 0)
+					appendStringInfo(&buf, "  Skipped: " UINT64_FORMAT, st->skipped);
+				appendStringInfo(&buf, "  Probed: " UINT64_FORMAT "  Matched: " UINT64_FORMAT,
+								 st->probed, st->matched);
+				if (st->promoted > 0 || st->demoted > 0)
+					appendStringInfo(&buf, "  Promoted: " UINT64_FORMAT
+									 "  Demoted: " UINT64_FORMAT,
+									 st->promoted, st->demoted);
+			}
+			EddyExplainLine(xs, "%s", buf.data);
 		}
 		return;
 	}
@@ -403,5 +446,9 @@ hashjoin_explain(EddyState *es, EddyModule *m, List *context, bool useprefix,
 								hj->stair[0]->probed + hj->stair[1]->probed, xs);
 		ExplainPropertyUInteger("Matched", NULL,
 								hj->stair[0]->matched + hj->stair[1]->matched, xs);
+		ExplainPropertyUInteger("Promoted", NULL,
+								hj->stair[0]->promoted + hj->stair[1]->promoted, xs);
+		ExplainPropertyUInteger("Demoted", NULL,
+								hj->stair[0]->demoted + hj->stair[1]->demoted, xs);
 	}
 }

@@ -107,6 +107,7 @@ EddyJoinTargets(EddyModule *m, EddyJoinSpec *ends, int ndirs)
 	int			d;
 
 	m->ndirs = ndirs;
+	m->ends = (1u << ends->rel[0]) | (1u << ends->rel[1]);
 	for (d = 0; d < ndirs; d++)
 	{
 		m->target[d].need = 1u << ends->rel[d];

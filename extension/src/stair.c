@@ -182,9 +182,15 @@ StairInsert(Stair *stair, uint32 hash, Datum *values, void *payload)
 			stair_grow(stair);
 			b = hash & (stair->nbuckets - 1);
 		}
-		u = stair->arena ?
-			EddyArenaAlloc(stair->arena, offsetof(StairUniqueEntry, keys) + sizeof(Datum) * nkeys) :
-			MemoryContextAlloc(stair->mcxt, offsetof(StairUniqueEntry, keys) + sizeof(Datum) * nkeys);
+		if (stair->free_entries != NULL)
+		{
+			u = stair->free_entries;
+			stair->free_entries = u->next;
+		}
+		else
+			u = stair->arena ?
+				EddyArenaAlloc(stair->arena, offsetof(StairUniqueEntry, keys) + sizeof(Datum) * nkeys) :
+				MemoryContextAlloc(stair->mcxt, offsetof(StairUniqueEntry, keys) + sizeof(Datum) * nkeys);
 		u->payload = payload;
 		u->hash = hash;
 		memcpy(u->keys, values, sizeof(Datum) * nkeys);
@@ -208,17 +214,29 @@ StairInsert(Stair *stair, uint32 hash, Datum *values, void *payload)
 			stair_grow(stair);
 			b = hash & (stair->nbuckets - 1);
 		}
-		g = stair->arena ? EddyArenaAlloc(stair->arena, sizeof(StairGroup)) :
-			MemoryContextAlloc(stair->mcxt, sizeof(StairGroup));
+		if (stair->free_groups != NULL)
+		{
+			g = stair->free_groups;
+			stair->free_groups = g->next;
+		}
+		else
+			g = stair->arena ? EddyArenaAlloc(stair->arena, sizeof(StairGroup)) :
+				MemoryContextAlloc(stair->mcxt, sizeof(StairGroup));
 		g->hash = hash;
 		g->entries = NULL;
 		g->next = stair->buckets[b];
 		stair->buckets[b] = g;
 		stair->ngroups++;
 	}
-	e = stair->arena ?
-		EddyArenaAlloc(stair->arena, offsetof(StairEntry, keys) + sizeof(Datum) * nkeys) :
-		MemoryContextAlloc(stair->mcxt, offsetof(StairEntry, keys) + sizeof(Datum) * nkeys);
+	if (stair->free_entries != NULL)
+	{
+		e = stair->free_entries;
+		stair->free_entries = e->next;
+	}
+	else
+		e = stair->arena ?
+			EddyArenaAlloc(stair->arena, offsetof(StairEntry, keys) + sizeof(Datum) * nkeys) :
+			MemoryContextAlloc(stair->mcxt, offsetof(StairEntry, keys) + sizeof(Datum) * nkeys);
 	e->payload = payload;
 	memcpy(e->keys, values, sizeof(Datum) * nkeys);
 	e->next = g->entries;
@@ -368,6 +386,8 @@ StairReset(Stair *stair)
 	stair->ngroups = 0;
 	stair->nentries = 0;
 	stair->complete = true;
+	stair->free_entries = NULL;
+	stair->free_groups = NULL;
 }
 
 /*
@@ -425,6 +445,8 @@ StairIterNext(StairIterator *it, uint32 *hash, Datum **keys)
 			{
 				*it->glink = g->next;
 				stair->ngroups--;
+				g->next = stair->free_groups;	/* reused by StairInsert */
+				stair->free_groups = g;
 			}
 			else
 				it->glink = &g->next;
@@ -473,6 +495,8 @@ StairIterDelete(StairIterator *it)
 	Assert(it->elink != NULL && *it->elink != NULL && !it->deleted);
 	entry = (void **) *it->elink;
 	*it->elink = *entry;		/* the entry's next */
+	*entry = stair->free_entries;	/* reused by StairInsert */
+	stair->free_entries = entry;
 	it->deleted = true;
 	stair->nentries--;
 	if (stair->unique)

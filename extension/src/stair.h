@@ -33,8 +33,9 @@
  * Iteration and deletion (StairIterBegin/Next/Delete) visit every entry
  * once, in no particular order, and may delete the entry just returned:
  * the operations state migration (demotion and promotion, VLDB 2004
- * section 3.1.1) and spilling build on.  A deleted entry's memory stays
- * in the STAIR's arena or context until it is reset: deletion unlinks.
+ * section 3.1.1) and spilling build on.  Deletion unlinks the entry and
+ * keeps it (and a group it empties) on a free list that insertions reuse,
+ * so a STAIR whose entries move back and forth does not grow.
  *
  * Completeness.  A STAIR is complete when it holds every tuple that was
  * routed to its side of the join.  Whoever skips an insertion (the eddy
@@ -106,6 +107,8 @@ typedef struct Stair
 	uint32		nbuckets;		/* power of two */
 	uint64		ngroups;
 	uint64		nentries;
+	void	   *free_entries;	/* deleted entries, chained by their next */
+	StairGroup *free_groups;	/* emptied groups, chained by next */
 	bool		complete;		/* holds every tuple routed to it (above) */
 	/* counters for EXPLAIN ANALYZE */
 	uint64		inserted;
@@ -113,6 +116,8 @@ typedef struct Stair
 	uint64		matched;
 	uint64		skipped;		/* tuples routed to it but not stored (by
 								 * the caller's rules, see completeness) */
+	uint64		promoted;		/* entries promoted out of it (migrate.c) */
+	uint64		demoted;		/* entries demoted in it (migrate.c) */
 } Stair;
 
 /* Iterator over the matches of one probe */

@@ -126,7 +126,7 @@ EddyRowPersistSlow(EddyState *es, int i, EddyRow *row)
 EddyTuple *
 EddyTupleStore(EddyState *es, EddyTuple *t)
 {
-	EddyTuple  *s = EddyTupleAlloc(es, &es->stored);
+	EddyTuple  *s = EddyStoredTupleAlloc(es);
 	uint32		bits = t->spans;
 
 	s->spans = t->spans;

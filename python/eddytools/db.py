@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import random
 import time
 from collections import Counter
 from collections.abc import Iterable, Iterator
@@ -140,3 +141,13 @@ def backend_memory(conn: psycopg.Connection) -> tuple[int, int]:
         if line.startswith("RssAnon:"):
             return int(total), int(line.split()[1])
     raise LookupError(f"no RssAnon in /proc/{pid}/status")
+
+
+def migration_settings(tag: str) -> dict:
+    """State-migration settings for a differential run, drawn from their own
+    generator seeded by ``tag`` (so adding them changes no other draw): the
+    policy, and a forced migration at every N-th point of stasis half the
+    time (which also checks the migration's invariants, see migrate.c)."""
+    rng = random.Random(f"migration:{tag}")
+    return {"migration": rng.choice(["off", "greedy", "guarded"]),
+            "debug_migrate_every": rng.choice([0, 1, 3, 17])}

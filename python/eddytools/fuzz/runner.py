@@ -43,7 +43,14 @@ import psycopg
 import sqlglot
 from sqlglot import exp
 
-from eddytools.db import connect, eddy_nodes, explain_json, multiset, set_gucs
+from eddytools.db import (
+    connect,
+    eddy_nodes,
+    explain_json,
+    migration_settings,
+    multiset,
+    set_gucs,
+)
 from eddytools.joingen import JoinSchema
 from eddytools.sqlast import DIALECT, FROM_KEY, aliases_in, and_, conjuncts, parse
 
@@ -109,6 +116,7 @@ def settings_for(rng: random.Random, per_query: int) -> list[dict]:
                     "lottery_window": rng.choice([0, 0, 0, 50]),
                     "selection_min_cost": rng.choice([0, 0.01]),
                     "source_schedule": rng.choice(["build", "build", "proportional"])})
+        out[-1] |= migration_settings(f"{k}:{out[-1]}")
     return out
 
 

@@ -1,0 +1,204 @@
+"""State migration (extension/src/migrate.c): moving a join eddy's STAIR
+state to match its routing, under every policy and with migrations forced
+at every point of stasis.  Results are compared with PostgreSQL's own
+(eddy.enabled = off); what happened is read from EXPLAIN ANALYZE counters,
+never from wall time.
+"""
+
+from __future__ import annotations
+
+import time
+
+import psycopg
+import pytest
+
+from eddytools.db import eddy_nodes, explain_json, multiset, set_gucs
+
+SCHEMA = """
+CREATE TABLE r AS SELECT g % 300 AS id, g AS v, (g % 300)::bigint AS id8,
+       CASE WHEN g % 17 = 0 THEN NULL ELSE 'k' || (g % 50) END AS tk
+FROM generate_series(1, 1500) g;
+CREATE TABLE s AS SELECT g AS id, CASE WHEN g % 13 = 0 THEN NULL ELSE g % 400 END AS rid,
+       (g * 7) % 250 AS tid, 'k' || (g % 60) AS tk
+FROM generate_series(1, 3000) g;
+CREATE TABLE t AS SELECT g % 250 AS id, g AS v, g % 40 AS uid, 'k' || (g % 45) AS tk
+FROM generate_series(1, 1000) g;
+CREATE TABLE u AS SELECT g % 40 AS id, g AS w, g % 7 AS wid FROM generate_series(1, 200) g;
+CREATE TABLE w AS SELECT g % 7 AS id, g AS x FROM generate_series(1, 30) g;
+CREATE TABLE dup AS SELECT g % 3 AS k, g AS v FROM generate_series(1, 300) g;
+ANALYZE r; ANALYZE s; ANALYZE t; ANALYZE u; ANALYZE w; ANALYZE dup;
+"""
+
+LONGER = {
+    "path4": "SELECT r.v, t.v, u.w FROM r JOIN s ON s.rid = r.id JOIN t ON s.tid = t.id "
+             "JOIN u ON t.uid = u.id WHERE t.v % 5 <> 1",
+    "path5": "SELECT count(*), sum(r.v), sum(w.x) FROM r JOIN s ON s.rid = r.id "
+             "JOIN t ON s.tid = t.id JOIN u ON t.uid = u.id JOIN w ON u.wid = w.id",
+}
+
+QUERIES = {
+    "path3": "SELECT r.v, s.id, t.v FROM r JOIN s ON s.rid = r.id JOIN t ON s.tid = t.id "
+             "WHERE r.v % 3 <> 0",
+    "path3_selective": "SELECT r.v, s.id, t.v FROM r JOIN s ON s.rid = r.id "
+                       "JOIN t ON s.tid = t.id WHERE t.v % 5 <> 1 AND s.id % 4 = 0",
+    "cross_type": "SELECT r.v, s.id, t.v FROM r JOIN s ON s.rid = r.id8 JOIN t ON s.tid = t.id",
+    "text_keys": "SELECT r.v, s.id, t.v FROM r JOIN s ON s.tk = r.tk JOIN t ON t.tk = s.tk "
+                 "WHERE t.v < 200",
+    "duplicates": "SELECT count(*), sum(a.v + b.v + c.v) FROM dup a JOIN dup b ON a.k = b.k "
+                  "JOIN dup c ON c.k = b.k",
+    "two_keys": "SELECT r.v, s.id, t.v FROM r JOIN s ON s.rid = r.id AND s.tid = r.v % 250 "
+                "JOIN t ON s.tid = t.id",
+}
+
+
+@pytest.fixture
+def mig(eddy_conn):
+    eddy_conn.execute(SCHEMA)
+    return eddy_conn
+
+
+def vanilla(conn, query: str):
+    set_gucs(conn, enabled="off")
+    try:
+        return multiset(conn.execute(query).fetchall())
+    finally:
+        set_gucs(conn, enabled="on")
+
+
+def eddy_of(conn, query: str, **settings) -> dict:
+    set_gucs(conn, **settings)
+    eddies = eddy_nodes(explain_json(conn, query, analyze=True, verbose=True))
+    assert len(eddies) == 1, "expected one eddy"
+    return eddies[0]
+
+
+def stair_totals(eddy: dict) -> tuple[int, int]:
+    ops = [op for op in eddy["Operators"] if op["Operator Type"] == "Hash Join"]
+    return sum(op["Promoted"] for op in ops), sum(op["Demoted"] for op in ops)
+
+
+@pytest.mark.parametrize("name", sorted(QUERIES))
+@pytest.mark.parametrize("schedule", ["build", "proportional"])
+def test_forced_migrations_match_vanilla(mig, name, schedule):
+    """A migration forced at every 1st and 3rd point of stasis, under every
+    policy and routing policy: PostgreSQL's rows exactly, the migration's
+    invariants checked after each move (an error otherwise), and the moves
+    really happen."""
+    query = QUERIES[name]
+    want = vanilla(mig, query)
+    for every in (1, 3):
+        for policy, routing in (("off", "rank"), ("greedy", "lottery"), ("guarded", "random")):
+            settings = {"join_method": "hash", "reopt_frequency": 10,
+                        "source_schedule": schedule, "migration": policy,
+                        "debug_migrate_every": every, "routing_policy": routing}
+            set_gucs(mig, **settings)
+            got = multiset(mig.execute(query).fetchall())
+            assert got == want, f"{name} {settings}"
+    eddy = eddy_of(mig, query, debug_migrate_every=1, migration="off")
+    assert eddy["State Migration"].startswith("off, forced every 1")
+    assert eddy["Migrations"] > 0, eddy
+    promoted, demoted = stair_totals(eddy)
+    assert promoted + demoted == eddy["Tuples Moved"]
+
+
+def test_migration_off_shows_nothing_and_moves_nothing(mig):
+    query = QUERIES["path3"]
+    eddy = eddy_of(mig, query, join_method="hash", migration="off", debug_migrate_every=0)
+    assert "State Migration" not in eddy
+    assert stair_totals(eddy) == (0, 0)
+
+
+@pytest.mark.parametrize("name", ["path4", "path5"])
+def test_longer_paths_and_stars_do_not_migrate(mig, name):
+    """Only the middle of a three-relation path of hash joins migrates
+    (migrate.c): in longer paths and in stars nothing does, EXPLAIN says
+    so, and forced migrations change neither state nor rows."""
+    star = ("SELECT count(*) FROM s JOIN r ON s.rid = r.id JOIN t ON s.tid = t.id "
+            "JOIN dup ON dup.k = s.id % 3")
+    for query in (LONGER[name], star):
+        eddy = eddy_of(mig, query, join_method="hash", debug_migrate_every=1,
+                       source_schedule="proportional")
+        assert eddy["State Migration"].endswith(
+            "(no relation in the middle of a three-relation path of hash joins)")
+        assert "Migrations" not in eddy
+        assert stair_totals(eddy) == (0, 0)
+        assert multiset(mig.execute(query).fetchall()) == vanilla(mig, query)
+
+
+FLIP = """
+CREATE TABLE fr (id int, v int);
+CREATE TABLE ft (id int, v int);
+INSERT INTO fr SELECT g % 1000, g FROM generate_series(0, 4999) g;
+INSERT INTO ft SELECT g % 1000, g FROM generate_series(0, 4999) g;
+CREATE TABLE fs AS
+SELECT g AS id,
+       CASE WHEN g < 10000 THEN 1000 + g % 7 ELSE g % 1000 END AS rid,
+       CASE WHEN g < 10000 THEN g % 1000 ELSE g % 1000 END AS tid
+FROM generate_series(0, 19999) g ORDER BY g;
+ANALYZE fr; ANALYZE fs; ANALYZE ft;
+"""
+FLIP_QUERY = ("SELECT count(*), sum(fr.v), sum(ft.v) FROM fr JOIN fs ON fs.rid = fr.id "
+              "JOIN ft ON fs.tid = ft.id")
+
+
+def test_guarded_backs_off_where_greedy_thrashes(eddy_conn):
+    """On data whose best order flips halfway, read interleaved, the greedy
+    policy follows every change of the routing decision; the guarded one
+    waits for a change to hold and backs off, so it moves far less often,
+    and both give PostgreSQL's rows."""
+    conn = eddy_conn
+    conn.execute(FLIP)
+    want = vanilla(conn, FLIP_QUERY)
+    counts = {}
+    for policy in ("greedy", "guarded"):
+        eddy = eddy_of(conn, FLIP_QUERY, join_method="hash", reopt_frequency=100,
+                       source_schedule="proportional", migration=policy,
+                       debug_migrate_every=0, max_memory="1GB")
+        counts[policy] = eddy["Migrations"]
+        assert multiset(conn.execute(FLIP_QUERY).fetchall()) == want
+    assert counts["greedy"] >= 1
+    assert counts["guarded"] <= 8, counts
+    assert counts["guarded"] <= counts["greedy"], counts
+
+
+def test_rescans_limit_and_cursor_with_forced_migrations(mig):
+    """The eddy rescanned under a nested loop, stopped early by LIMIT and
+    read through a cursor, with migrations forced: PostgreSQL's rows."""
+    set_gucs(mig, join_method="hash")
+    rescanned = ("SELECT g, (SELECT count(*) FROM r JOIN s ON s.rid = r.id "
+                 "JOIN t ON s.tid = t.id WHERE r.v > g * 300) "
+                 "FROM generate_series(0, 4) g")
+    limited = QUERIES["path3"] + " ORDER BY 1, 2, 3 LIMIT 50"
+    want_rescan = vanilla(mig, rescanned)
+    set_gucs(mig, enabled="off")
+    want_limit = mig.execute(limited).fetchall()
+    for every in (1, 2):
+        set_gucs(mig, enabled="on", debug_migrate_every=every, migration="greedy")
+        assert multiset(mig.execute(rescanned).fetchall()) == want_rescan
+        assert mig.execute(limited).fetchall() == want_limit
+        with mig.transaction():
+            mig.execute(f"DECLARE c CURSOR FOR {QUERIES['path3']}")
+            got = []
+            while batch := mig.execute("FETCH 100 FROM c").fetchall():
+                got += batch
+            mig.execute("CLOSE c")
+        set_gucs(mig, enabled="off")
+        assert multiset(got) == multiset(mig.execute(QUERIES["path3"]).fetchall())
+
+
+def test_statement_timeout_interrupts_migrations(eddy_conn):
+    """Thrashing greedy migrations on the flip data take many seconds; a
+    statement_timeout cancels them with PostgreSQL's error, and the session
+    goes on."""
+    conn = eddy_conn
+    conn.execute(FLIP)
+    set_gucs(conn, join_method="hash", reopt_frequency=1, source_schedule="proportional",
+             migration="greedy", debug_migrate_every=1, max_memory="1GB")
+    conn.execute("SET statement_timeout = '300ms'")
+    started = time.monotonic()
+    with pytest.raises(psycopg.errors.QueryCanceled):
+        conn.execute(FLIP_QUERY).fetchall()
+    assert time.monotonic() - started < 30
+    conn.execute("SET statement_timeout = 0")
+    set_gucs(conn, debug_migrate_every=0, migration="off")
+    assert conn.execute("SELECT 1").fetchone() == (1,)
