@@ -162,6 +162,24 @@ stair_grow(Stair *stair)
 }
 
 /*
+ * An entry or group: from its free list (deleted ones, chained by their
+ * first field, the next pointer), else from the arena or context.
+ */
+static inline void *
+stair_alloc(Stair *stair, void **freelist, Size size)
+{
+	void	   *p = *freelist;
+
+	if (p != NULL)
+	{
+		*freelist = *(void **) p;
+		return p;
+	}
+	return stair->arena ? EddyArenaAlloc(stair->arena, size) :
+		MemoryContextAlloc(stair->mcxt, size);
+}
+
+/*
  * Store payload under this side's key values (hashed by StairKeysHash).
  */
 void
@@ -182,15 +200,8 @@ StairInsert(Stair *stair, uint32 hash, Datum *values, void *payload)
 			stair_grow(stair);
 			b = hash & (stair->nbuckets - 1);
 		}
-		if (stair->free_entries != NULL)
-		{
-			u = stair->free_entries;
-			stair->free_entries = u->next;
-		}
-		else
-			u = stair->arena ?
-				EddyArenaAlloc(stair->arena, offsetof(StairUniqueEntry, keys) + sizeof(Datum) * nkeys) :
-				MemoryContextAlloc(stair->mcxt, offsetof(StairUniqueEntry, keys) + sizeof(Datum) * nkeys);
+		u = stair_alloc(stair, &stair->free_entries,
+						offsetof(StairUniqueEntry, keys) + sizeof(Datum) * nkeys);
 		u->payload = payload;
 		u->hash = hash;
 		memcpy(u->keys, values, sizeof(Datum) * nkeys);
@@ -214,29 +225,15 @@ StairInsert(Stair *stair, uint32 hash, Datum *values, void *payload)
 			stair_grow(stair);
 			b = hash & (stair->nbuckets - 1);
 		}
-		if (stair->free_groups != NULL)
-		{
-			g = stair->free_groups;
-			stair->free_groups = g->next;
-		}
-		else
-			g = stair->arena ? EddyArenaAlloc(stair->arena, sizeof(StairGroup)) :
-				MemoryContextAlloc(stair->mcxt, sizeof(StairGroup));
+		g = stair_alloc(stair, (void **) &stair->free_groups, sizeof(StairGroup));
 		g->hash = hash;
 		g->entries = NULL;
 		g->next = stair->buckets[b];
 		stair->buckets[b] = g;
 		stair->ngroups++;
 	}
-	if (stair->free_entries != NULL)
-	{
-		e = stair->free_entries;
-		stair->free_entries = e->next;
-	}
-	else
-		e = stair->arena ?
-			EddyArenaAlloc(stair->arena, offsetof(StairEntry, keys) + sizeof(Datum) * nkeys) :
-			MemoryContextAlloc(stair->mcxt, offsetof(StairEntry, keys) + sizeof(Datum) * nkeys);
+	e = stair_alloc(stair, &stair->free_entries,
+					offsetof(StairEntry, keys) + sizeof(Datum) * nkeys);
 	e->payload = payload;
 	memcpy(e->keys, values, sizeof(Datum) * nkeys);
 	e->next = g->entries;
