@@ -7,6 +7,7 @@ first and ``s``, the centre, last."""
 
 from __future__ import annotations
 
+import json
 import time
 
 import psycopg
@@ -88,6 +89,33 @@ def test_proportional_schedule_interleaves_and_ends_together(path3):
     answer = sql_value(path3, QUERY)
     set_gucs(path3, enabled="off")
     assert sql_value(path3, QUERY) == answer
+
+
+def test_a_source_whose_clauses_the_eddy_runs_is_paced_by_its_scan(path3):
+    """A clause the eddy routes off a scan does not shrink the rate at which
+    the proportional schedule reads that scan: s's scan returns all its rows,
+    so s is paced by its size before the clause, as lineitem is in the STAIRs
+    paper's TPC-H query (its rows sorted on the filtered column).  Here only
+    s's last tenth passes its clause; paced by the clause's estimate (a tenth
+    of s), r and t would be exhausted long before, and none of those s rows
+    would be stored.  Paced by the scan, r and t are still being read then."""
+    query = QUERY + f" WHERE s.id >= {ROWS * 9 // 10}"
+    set_gucs(path3, source_schedule="proportional", selection_min_cost=0)
+    plan = explain_json(path3, query, analyze=True, verbose=True)
+    (eddy,) = eddy_nodes(plan)
+    assert tuples_read(eddy) == {"r": DIM, "s": ROWS, "t": DIM}
+    assert "Filter" not in {p["Alias"]: p for p in eddy["Plans"]}["s"]
+    costed = sql_value(path3, f"EXPLAIN (FORMAT JSON) {query}")
+    costed = costed if isinstance(costed, list) else json.loads(costed)
+    (costed_eddy,) = eddy_nodes(costed[0]["Plan"])
+    s_rows = {p["Alias"]: p["Plan Rows"] for p in costed_eddy["Plans"]}["s"]
+    assert s_rows > ROWS * 0.9, s_rows
+    s_stairs = [st for op in eddy["Operators"] for st in op.get("STAIRs", [])
+                if st.get("STAIR", "").startswith("s.")]
+    assert s_stairs and sum(st["Inserted"] for st in s_stairs) > 0, s_stairs
+    answer = sql_value(path3, query)
+    set_gucs(path3, enabled="off")
+    assert sql_value(path3, query) == answer
 
 
 def test_source_rates_change_the_interleaving(path3):

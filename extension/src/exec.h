@@ -105,7 +105,8 @@ typedef struct EddySource
 	int16	   *typlen;
 	bool	   *typbyval;
 	bool		byval_only;		/* every column by value: fixed-size rows */
-	double		est_rows;		/* the planner's rows */
+	double		est_rows;		/* the planner's rows of the source (a scan: before
+								 * the clauses the eddy routes off it) */
 
 	/* hash slots of its rows (mod_hashjoin.c) */
 	int			nhash;

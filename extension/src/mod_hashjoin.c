@@ -450,5 +450,22 @@ hashjoin_explain(EddyState *es, EddyModule *m, List *context, bool useprefix,
 								hj->stair[0]->promoted + hj->stair[1]->promoted, xs);
 		ExplainPropertyUInteger("Demoted", NULL,
 								hj->stair[0]->demoted + hj->stair[1]->demoted, xs);
+		/* ... and per STAIR, as the text format shows them */
+		ExplainOpenGroup("STAIRs", "STAIRs", false, xs);
+		for (s = 0; s < 2; s++)
+		{
+			Stair	   *st = hj->stair[s];
+
+			ExplainOpenGroup("STAIR", NULL, true, xs);
+			ExplainPropertyText("STAIR", keys[s], xs);
+			ExplainPropertyUInteger("Inserted", NULL, st->inserted, xs);
+			ExplainPropertyUInteger("Skipped", NULL, st->skipped, xs);
+			ExplainPropertyUInteger("Probed", NULL, st->probed, xs);
+			ExplainPropertyUInteger("Matched", NULL, st->matched, xs);
+			ExplainPropertyUInteger("Promoted", NULL, st->promoted, xs);
+			ExplainPropertyUInteger("Demoted", NULL, st->demoted, xs);
+			ExplainCloseGroup("STAIR", NULL, true, xs);
+		}
+		ExplainCloseGroup("STAIRs", "STAIRs", false, xs);
 	}
 }

@@ -1235,8 +1235,26 @@ make_sources(PlannerInfo *root, EddyJoinPath *jp, List *custom_plans,
 		{
 			Plan	   *child = list_nth(custom_plans, plan_i);
 			List	   *routed = route_scan_quals(root, rel, child);
+			double		scan_rows = rel->rows;
 
 			scan_quals[i] = list_difference_ptr(rel->baserestrictinfo, routed);
+
+			/*
+			 * The scan now returns the rows its routed clauses would have
+			 * removed too: that is what the source schedule paces (a source
+			 * whose clauses the eddy runs is read at the rate of its rows
+			 * before them), and what EXPLAIN should show on the scan.
+			 */
+			if (routed != NIL)
+			{
+				Selectivity sel = clauselist_selectivity(root, routed, rel->relid,
+														 JOIN_INNER, NULL);
+
+				if (sel > 0)
+					scan_rows = clamp_row_est(Min(rel->rows / sel,
+												  Max(rel->tuples, rel->rows)));
+				child->plan_rows = scan_rows;
+			}
 
 			/* routed restriction clauses come first, in PostgreSQL's order */
 			foreach(lc, routed)
@@ -1255,7 +1273,7 @@ make_sources(PlannerInfo *root, EddyJoinPath *jp, List *custom_plans,
 			}
 			source = source_private(EDDY_SOURCE_SCAN, first_col,
 									list_length(child->targetlist), plan_i,
-									InvalidOid, NIL, rel->rows);
+									InvalidOid, NIL, scan_rows);
 			plan_i++;
 		}
 		else
