@@ -118,6 +118,34 @@ def test_a_source_whose_clauses_the_eddy_runs_is_paced_by_its_scan(path3):
     assert sql_value(path3, query) == answer
 
 
+def test_build_order_reads_the_heaviest_relation_last(eddy_conn):
+    """The relation read last is never stored, so the build schedule reads
+    last the relation whose storing would cost most (rows x hash joins): the
+    middle of a path r - s - t, here smaller than its ends, which
+    PostgreSQL's own plan hashes.  Its two STAIRs stay empty and its tuples
+    only probe; r and t are stored."""
+    conn = eddy_conn
+    conn.execute("""
+        CREATE TABLE pr (a int, pad text);
+        CREATE TABLE ps (a int, b int);
+        CREATE TABLE pt (b int, pad text);
+        INSERT INTO pr SELECT g % 2000, 'r' FROM generate_series(0, 2999) g;
+        INSERT INTO ps SELECT g, g FROM generate_series(0, 1999) g;
+        INSERT INTO pt SELECT g % 2000, 't' FROM generate_series(0, 2999) g;
+        ANALYZE pr; ANALYZE ps; ANALYZE pt;
+    """)
+    query = "SELECT count(*) FROM pr JOIN ps ON pr.a = ps.a JOIN pt ON ps.b = pt.b"
+    set_gucs(conn, join_method="hash")
+    (eddy,) = eddy_nodes(explain_json(conn, query, analyze=True))
+    stairs = {st["STAIR"]: st for op in eddy["Operators"] for st in op.get("STAIRs", [])}
+    assert set(stairs) == {"pr.a", "ps.a", "ps.b", "pt.b"}, stairs
+    assert stairs["ps.a"]["Inserted"] == stairs["ps.b"]["Inserted"] == 0, stairs
+    assert stairs["pr.a"]["Inserted"] == stairs["pt.b"]["Inserted"] == 3000, stairs
+    answer = sql_value(conn, query)
+    set_gucs(conn, enabled="off")
+    assert sql_value(conn, query) == answer == 5000
+
+
 def test_source_rates_change_the_interleaving(path3):
     """A rate of 10 on s makes the schedule read s ten times faster than its
     size asks for: more of s's tuples arrive before their partners in r and

@@ -1521,7 +1521,15 @@ make_join_modules(PlannerInfo *root, EddyJoinPath *jp, List **scan_quals,
  * Integer).  A relation whose hash joins all probe unique sides (the center
  * of a star over primary keys) is read last: each of its tuples then finds
  * its matches at once and is never stored.  Otherwise PostgreSQL's build
- * order stands.
+ * order stands, but for its last relation: the relation read last is never
+ * stored (mod_hashjoin.c), so it should be the one whose storing would cost
+ * most, a relation stored once per hash join it takes part in: the largest
+ * rows x hash joins.  PostgreSQL's last relation (its outermost probe) keeps
+ * its place unless another's product is larger.  So the middle of a path of
+ * equal relations is read last, whichever of them PostgreSQL's statistics
+ * made it hash: it is the relation whose tuples each meet both joins
+ * complete and can go first to the one that eliminates them (the STAIRs
+ * paper's Figure 9).
  */
 static List *
 source_reading_order(EddyJoinPath *jp, bool (*unique)[2])
@@ -1530,6 +1538,9 @@ source_reading_order(EddyJoinPath *jp, bool (*unique)[2])
 	int		   *unique_edges = palloc0(sizeof(int) * jp->nrels);
 	int			k = 0;
 	int			pass;
+	int			centres = 0;
+	int			best = -1;
+	double		best_weight = 0.0;
 	ListCell   *lc;
 
 	foreach(lc, jp->edges)
@@ -1563,8 +1574,44 @@ source_reading_order(EddyJoinPath *jp, bool (*unique)[2])
 					degree++;
 			}
 			all_unique = degree > 0 && unique_edges[r] == degree;
+			if (all_unique && pass == 0)
+				centres++;
 			if (all_unique == (pass == 1))
 				order = lappend(order, makeInteger(r));
+			if (pass == 0 && degree > 0 &&
+				jp->rels[r]->rows * degree > best_weight)
+			{
+				best_weight = jp->rels[r]->rows * degree;
+				best = r;
+			}
+		}
+	}
+
+	/* no centre: the heaviest relation last (header) */
+	if (centres == 0 && best >= 0 && order != NIL &&
+		intVal(llast(order)) != best)
+	{
+		int			last = intVal(llast(order));
+		int			degree = 0;
+
+		foreach(lc, jp->edges)
+		{
+			JoinEdge   *e = lfirst(lc);
+
+			if (e->index_into < 0 && (e->a == last || e->b == last))
+				degree++;
+		}
+		if (best_weight > jp->rels[last]->rows * degree)
+		{
+			foreach(lc, order)
+			{
+				if (intVal(lfirst(lc)) == best)
+				{
+					order = foreach_delete_current(order, lc);
+					break;
+				}
+			}
+			order = lappend(order, makeInteger(best));
 		}
 	}
 	return order;
