@@ -18,6 +18,8 @@
  */
 #include "stair.h"
 
+#include <sys/mman.h>
+
 #include "common/hashfn.h"
 #include "miscadmin.h"
 #include "nodes/pg_list.h"
@@ -25,7 +27,11 @@
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 
-#define STAIR_INITIAL_SLOTS	512	/* 8 kB */
+#define STAIR_INITIAL_SLOTS	512	/* 6 kB */
+
+/* Slot arrays of this size or more get huge pages (stair_new_slots) */
+#define STAIR_HUGE_PAGE		((Size) 2 * 1024 * 1024)
+#define STAIR_HUGE_MIN		(4 * STAIR_HUGE_PAGE)
 #define STAIR_MAX_SLOTS		((uint32) 1 << 31)
 
 /* Does a STAIR of n slots with `used` of them used need a larger array? */
@@ -146,12 +152,30 @@ StairCreateInArena(StairJoinKeys *keys, int side, EddyArena *arena)
 /*
  * Slot arrays of n slots, in the STAIR's context (one chunk).  Only the
  * hashes are zeroed: a head is read only where the hash is set.
+ *
+ * Large arrays are aligned on 2 MB and asked to be backed by transparent
+ * huge pages (where the kernel leaves that to madvise): slots are read at
+ * random, and with 4 kB pages nearly every probe and insertion of a large
+ * STAIR also missed the TLB.  The chunk is 2 MB larger, which its context
+ * counts.
  */
 static void
 stair_new_slots(Stair *stair, uint32 n)
 {
-	char	   *p = MemoryContextAllocHuge(stair->mcxt, STAIR_SLOT_BYTES * (Size) n);
+	Size		bytes = STAIR_SLOT_BYTES * (Size) n;
+	char	   *p;
 
+#ifdef MADV_HUGEPAGE
+	if (bytes >= STAIR_HUGE_MIN)
+	{
+		stair->chunk = MemoryContextAllocHuge(stair->mcxt, bytes + STAIR_HUGE_PAGE);
+		p = (char *) TYPEALIGN(STAIR_HUGE_PAGE, stair->chunk);
+		/* advice only: without it the pages are 4 kB */
+		(void) madvise(p, bytes, MADV_HUGEPAGE);
+	}
+	else
+#endif
+		p = stair->chunk = MemoryContextAllocHuge(stair->mcxt, bytes);
 	memset(p, 0, sizeof(uint32) * (Size) n);
 	/* n >= 2, so the heads are aligned */
 	stair->hashes = (uint32 *) p;
@@ -202,6 +226,7 @@ stair_find(Stair *stair, uint32 hash)
 static void
 stair_rehash(Stair *stair, uint32 n)
 {
+	void	   *oldchunk = stair->chunk;
 	uint32	   *oldhashes = stair->hashes;
 	StairEntry **oldheads = stair->heads;
 	uint32		oldn = stair->nslots;
@@ -221,7 +246,7 @@ stair_rehash(Stair *stair, uint32 n)
 		stair->nused++;
 	}
 	Assert(stair->nused + (stair->zero != NULL) == stair->ngroups);
-	pfree(oldhashes);
+	pfree(oldchunk);
 }
 
 /*
@@ -445,7 +470,7 @@ StairPresize(Stair *stair, double nentries)
 		n *= 2;
 	if (n <= stair->nslots)
 		return;
-	pfree(stair->hashes);
+	pfree(stair->chunk);
 	stair_new_slots(stair, n);
 }
 
@@ -468,7 +493,7 @@ StairSetUnique(Stair *stair)
 void
 StairClear(Stair *stair)
 {
-	pfree(stair->hashes);
+	pfree(stair->chunk);
 	StairReset(stair);
 }
 

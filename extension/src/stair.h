@@ -120,6 +120,7 @@ typedef struct Stair
 	MemoryContext mcxt;			/* entries and slots live here */
 	EddyArena  *arena;			/* if set, entries come from it */
 	bool		unique;			/* keys are unique (StairSetUnique) */
+	void	   *chunk;			/* the slot arrays' allocation */
 	uint32	   *hashes;			/* per slot: its group's hash, or 0 */
 	StairEntry **heads;			/* per slot with a hash: its group's entries */
 	uint32		nslots;			/* power of two */
