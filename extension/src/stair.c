@@ -35,7 +35,7 @@
 #define STAIR_MAX_SLOTS		((uint32) 1 << 31)
 
 /* Does a STAIR of n slots with `used` of them used need a larger array? */
-#define STAIR_FULL(used, n)	((uint64) (used) * 4 > (uint64) (n) * 3)
+#define STAIR_FULL(used, n)	((uint64) (used) * 5 > (uint64) (n) * 4)
 
 /*
  * Set up hashing and equality for an equi-join on the given hashable
