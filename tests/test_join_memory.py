@@ -72,8 +72,8 @@ def test_backend_keeps_at_most_one_hash_tables_memory(eddy_conn):
     more, up to that limit."""
     conn = eddy_conn
     conn.execute("""
-        CREATE TABLE pa AS SELECT g AS id, md5(g::text) AS s FROM generate_series(1, 150000) g;
-        CREATE TABLE pb AS SELECT g AS id, md5(g::text) AS s FROM generate_series(1, 150000) g;
+        CREATE TABLE pa AS SELECT g AS id, md5(g::text) AS s FROM generate_series(1, 200000) g;
+        CREATE TABLE pb AS SELECT g AS id, md5(g::text) AS s FROM generate_series(1, 200000) g;
         ANALYZE pa, pb;
     """)
     set_gucs(conn, join_method="hash", max_memory="512MB")

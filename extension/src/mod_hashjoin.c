@@ -35,8 +35,9 @@
  * same relation with the same functions and collations compute the same
  * hash value: in a star, every join of the centre hashes its key column.
  * Such sides share a slot in the relation's rows, so a row is hashed once
- * per slot however many joins it meets, and when it is hashed the buckets
- * of every STAIR that the slot's hash will probe are prefetched together
+ * per slot however many joins it meets, and when it is hashed the slots
+ * (stair.h) of every STAIR that the row slot's hash will probe are
+ * prefetched together
  * (a star's centre probes them one after the other; their cache misses
  * then overlap).  Sides with computed keys get no slot, nor do sides past
  * EDDY_MAX_HASH_SLOTS slots of one relation.
@@ -164,7 +165,8 @@ EddyHashJoinBegin(EddyState *es, List *desc, int index)
 
 /*
  * The hash of t's side `side` keys, computed once per row slot; when it is
- * computed, the buckets of every STAIR the slot probes are prefetched.
+ * computed, the first STAIR slot each probe of that hash will read is
+ * prefetched, in every STAIR the row slot probes.
  */
 static inline uint32
 join_hash(EddyState *es, EddyHashJoin *hj, int side, EddyTuple *t, Datum *keys)
@@ -194,14 +196,14 @@ join_hash(EddyState *es, EddyHashJoin *hj, int side, EddyTuple *t, Datum *keys)
 			int			i;
 
 			for (i = 0; i < n; i++)
-				__builtin_prefetch(&stairs[i]->buckets[hash & (stairs[i]->nbuckets - 1)]);
+				StairPrefetch(stairs[i], hash);
 		}
 	}
 	return hash;
 }
 
 /*
- * Insert into side dir's STAIR; the first insertion sizes its bucket array
+ * Insert into side dir's STAIR; the first insertion sizes its slot array
  * from the planner's estimate (a STAIR only probed keeps its small one).
  * The memory limit is checked every 64 insertions (and by the arenas'
  * block counts in between, which grow 64 kB at a time).
@@ -214,7 +216,8 @@ stair_insert(EddyState *es, EddyHashJoin *hj, int dir, uint32 hash, Datum *keys,
 
 	if (unlikely(stair->nentries == 0 && stair->ngroups == 0))
 		StairPresize(stair, Min(hj->ends.est_rows[dir],
-								(double) es->max_memory / 4 / sizeof(void *)));
+								(double) es->max_memory / 4 /
+								STAIR_PRESIZE_BYTES_PER_ENTRY));
 	StairInsert(stair, hash, keys, payload);
 	if (unlikely((++es->inserts & 63) == 0))
 		EddyCheckMemory(es);

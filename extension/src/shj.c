@@ -84,10 +84,10 @@
  * no per-row allocation or header, and blocks pooled by the backend, so
  * that a query does not fault its state in page by page.  A join key that
  * is a plain column is read from the row, a computed key is evaluated on
- * the child's slot and copied.  A STAIR's bucket array is sized from the
+ * the child's slot and copied.  A STAIR's slot array is sized from the
  * planner's row estimate of its side at its first insertion, as a Hash
  * Join sizes its table, so that it does not grow by repeated doubling.
- * The arena and its context (the bucket arrays) are the join's state: its
+ * The arena and its context (the slot arrays) are the join's state: its
  * size is checked after every insertion against eddy.max_memory
  * (EddyMaxMemoryBytes(2): two hash tables' worth of work_mem x
  * hash_mem_multiplier by default), and past it the query ends with an
@@ -614,10 +614,10 @@ shj_init_side(ShjState *state, int s, Plan *plan, List *keys, EState *estate,
 }
 
 /*
- * Size a STAIR's bucket array for the rows its side is expected to store
+ * Size a STAIR's slot array for the rows its side is expected to store
  * (the planner's estimate, as PostgreSQL sizes a Hash Join's table), so
  * that it does not grow by doubling, rehashing every hash group each time.
- * At most a quarter of eddy.max_memory goes to buckets.  Done at the
+ * At most a quarter of eddy.max_memory goes to slots.  Done at the
  * first insertion, so that a STAIR that is only probed (the outer side of
  * an inner-unique join often stores nothing) keeps its small initial array.
  */
@@ -625,11 +625,10 @@ static void
 shj_presize(ShjState *state, ShjSide *side)
 {
 	double		rows = side->ps->plan->plan_rows;
-	double		cap = (double) state->max_memory / 4 / sizeof(StairGroup *);
+	double		cap = (double) state->max_memory / 4 /
+		STAIR_PRESIZE_BYTES_PER_ENTRY;
 
-	rows = Min(rows, cap);
-	if (rows > side->stair->nbuckets)
-		StairPresize(side->stair, rows);
+	StairPresize(side->stair, Min(rows, cap));
 }
 
 static void
@@ -761,7 +760,7 @@ shj_store_row(ShjState *state, ShjSide *side, TupleTableSlot *slot)
 
 /*
  * The join state's size: the arena's blocks, and what lives in its context
- * (the STAIRs' bucket arrays).  join.c counts the same way.
+ * (the STAIRs' slot arrays).  join.c counts the same way.
  */
 static inline Size
 shj_memory_used(ShjState *state)
@@ -1026,7 +1025,7 @@ shj_rescan(CustomScanState *node)
 	ShjState   *state = (ShjState *) node;
 	int			s;
 
-	/* forget the stored state: the arena first, then the STAIRs' buckets */
+	/* forget the stored state: the arena first, then the STAIRs' slots */
 	shj_note_peak(state);
 	EddyArenaReset(&state->arena);
 	for (s = 0; s < 2; s++)

@@ -18,13 +18,25 @@
  */
 #include "stair.h"
 
+#include <sys/mman.h>
+
 #include "common/hashfn.h"
 #include "miscadmin.h"
 #include "nodes/pg_list.h"
+#include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 
-#define STAIR_INITIAL_BUCKETS	1024
+#define STAIR_INITIAL_SLOTS	512	/* 6 kB */
+
+/* Slot arrays of this size or more get huge pages (stair_new_slots) */
+#define STAIR_HUGE_PAGE		((Size) 2 * 1024 * 1024)
+#define STAIR_HUGE_MIN		(4 * STAIR_HUGE_PAGE)
+#define STAIR_MAX_SLOTS		((uint32) 1 << 31)
+
+/* Does a STAIR of n slots with `used` of them used need a larger array? */
+#define STAIR_FULL(used, n)	((uint64) (used) * 5 > (uint64) (n) * 4)
+
 /*
  * Set up hashing and equality for an equi-join on the given hashable
  * operators: key i compares side 0's value (the operator's left input) with
@@ -36,27 +48,48 @@ StairJoinKeysInit(StairJoinKeys *keys, List *opnos, List *collations)
 {
 	int			n = list_length(opnos);
 	int			i;
+	int			s;
 
 	keys->nkeys = n;
 	keys->collations = palloc(sizeof(Oid) * Max(n, 1));
 	keys->hash[0] = palloc0(sizeof(FmgrInfo) * Max(n, 1));
 	keys->hash[1] = palloc0(sizeof(FmgrInfo) * Max(n, 1));
 	keys->eq = palloc0(sizeof(FmgrInfo) * Max(n, 1));
+	keys->hashkind[0] = palloc0(sizeof(uint8) * Max(n, 1));
+	keys->hashkind[1] = palloc0(sizeof(uint8) * Max(n, 1));
+	keys->eqkind = palloc0(sizeof(uint8) * Max(n, 1));
 
 	for (i = 0; i < n; i++)
 	{
 		Oid			opno = list_nth_oid(opnos, i);
 		RegProcedure lhs_hash;
 		RegProcedure rhs_hash;
+		RegProcedure eq;
 
 		if (!get_op_hash_functions(opno, &lhs_hash, &rhs_hash))
 			ereport(ERROR,
 					(errcode(ERRCODE_INTERNAL_ERROR),
 					 errmsg("could not find hash functions for operator %u", opno)));
+		eq = get_opcode(opno);
 		fmgr_info(lhs_hash, &keys->hash[0][i]);
 		fmgr_info(rhs_hash, &keys->hash[1][i]);
-		fmgr_info(get_opcode(opno), &keys->eq[i]);
+		fmgr_info(eq, &keys->eq[i]);
 		keys->collations[i] = list_nth_oid(collations, i);
+
+		/*
+		 * The functions of one by-value integer type, done inline (below):
+		 * exactly what int4eq and int8eq, hashint4 and hashint8 compute.
+		 * Cross-type operators (int48eq ...) are other functions.
+		 */
+		keys->eqkind[i] = eq == F_INT4EQ ? STAIR_INT4 :
+			eq == F_INT8EQ ? STAIR_INT8 : STAIR_FMGR;
+		for (s = 0; s < 2; s++)
+		{
+			Oid			h = keys->hash[s][i].fn_oid;
+
+			keys->hashkind[s][i] = h == F_HASHINT4 ? STAIR_INT4 :
+				h == F_HASHINT8 ? STAIR_INT8 : STAIR_FMGR;
+		}
 	}
 }
 
@@ -77,16 +110,36 @@ StairKeysHash(StairJoinKeys *keys, int side, Datum *values, bool *isnull,
 
 		if (isnull != NULL && isnull[i])
 			return false;
-		kh = DatumGetUInt32(FunctionCall1Coll(&keys->hash[side][i],
-											  keys->collations[i],
-											  values[i]));
+		switch (keys->hashkind[side][i])
+		{
+			case STAIR_INT4:
+				/* hashint4 */
+				kh = DatumGetUInt32(hash_uint32(DatumGetInt32(values[i])));
+				break;
+			case STAIR_INT8:
+				{
+					/* hashint8: the hash of an equal int4 (cross-type joins) */
+					int64		val = DatumGetInt64(values[i]);
+					uint32		lohalf = (uint32) val;
+					uint32		hihalf = (uint32) (val >> 32);
+
+					lohalf ^= (val >= 0) ? hihalf : ~hihalf;
+					kh = DatumGetUInt32(hash_uint32(lohalf));
+				}
+				break;
+			default:
+				kh = DatumGetUInt32(FunctionCall1Coll(&keys->hash[side][i],
+													  keys->collations[i],
+													  values[i]));
+				break;
+		}
 		h = hash_combine(h, kh);
 	}
 	*hash = h;
 	return true;
 }
 
-/* A STAIR whose entries and groups come from the arena (buckets from its context) */
+/* A STAIR whose entries come from the arena (its slots from its context) */
 Stair *
 StairCreateInArena(StairJoinKeys *keys, int side, EddyArena *arena)
 {
@@ -97,8 +150,43 @@ StairCreateInArena(StairJoinKeys *keys, int side, EddyArena *arena)
 }
 
 /*
+ * Slot arrays of n slots, in the STAIR's context (one chunk).  Only the
+ * hashes are zeroed: a head is read only where the hash is set.
+ *
+ * Large arrays are aligned on 2 MB and asked to be backed by transparent
+ * huge pages (where the kernel leaves that to madvise): slots are read at
+ * random, and with 4 kB pages nearly every probe and insertion of a large
+ * STAIR also missed the TLB.  The chunk is 2 MB larger, which its context
+ * counts.
+ */
+static void
+stair_new_slots(Stair *stair, uint32 n)
+{
+	Size		bytes = STAIR_SLOT_BYTES * (Size) n;
+	char	   *p;
+
+#ifdef MADV_HUGEPAGE
+	if (bytes >= STAIR_HUGE_MIN)
+	{
+		stair->chunk = MemoryContextAllocHuge(stair->mcxt, bytes + STAIR_HUGE_PAGE);
+		p = (char *) TYPEALIGN(STAIR_HUGE_PAGE, stair->chunk);
+		/* advice only: without it the pages are 4 kB */
+		(void) madvise(p, bytes, MADV_HUGEPAGE);
+	}
+	else
+#endif
+		p = stair->chunk = MemoryContextAllocHuge(stair->mcxt, bytes);
+	memset(p, 0, sizeof(uint32) * (Size) n);
+	/* n >= 2, so the heads are aligned */
+	stair->hashes = (uint32 *) p;
+	stair->heads = (StairEntry **) (p + sizeof(uint32) * (Size) n);
+	stair->nslots = n;
+	stair->nused = 0;
+}
+
+/*
  * A STAIR storing the given side of keys.  The Stair itself is allocated in
- * the current memory context; its entries, groups and buckets in mcxt.
+ * the current memory context; its entries and slots in mcxt.
  */
 Stair *
 StairCreate(StairJoinKeys *keys, int side, MemoryContext mcxt)
@@ -109,135 +197,177 @@ StairCreate(StairJoinKeys *keys, int side, MemoryContext mcxt)
 	stair->side = side;
 	stair->mcxt = mcxt;
 	stair->complete = true;
-	stair->nbuckets = STAIR_INITIAL_BUCKETS;
-	stair->buckets = MemoryContextAllocZero(mcxt,
-											sizeof(StairGroup *) * stair->nbuckets);
+	stair_new_slots(stair, STAIR_INITIAL_SLOTS);
 	return stair;
 }
 
-/* Double the bucket array and redistribute the groups. */
-static void
-stair_grow(Stair *stair)
+/*
+ * The slot of the group of hash (not 0), or the never-used slot that ends
+ * its probe sequence.  A hash has at most one slot: insertion takes the
+ * first of its probe sequence.  The array is never full (STAIR_FULL).
+ */
+static inline uint32
+stair_find(Stair *stair, uint32 hash)
 {
-	uint32		newn = stair->nbuckets * 2;
-	StairGroup **newb;
-	uint32		i;
+	uint32		mask = stair->nslots - 1;
+	uint32		i = hash & mask;
+	uint32	   *hashes = stair->hashes;
 
-	newb = MemoryContextAllocExtended(stair->mcxt, sizeof(StairGroup *) * newn,
-									  MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
-	for (i = 0; i < stair->nbuckets; i++)
-	{
-		if (stair->unique)
-		{
-			StairUniqueEntry *u = (StairUniqueEntry *) stair->buckets[i];
-
-			while (u != NULL)
-			{
-				StairUniqueEntry *next = u->next;
-				uint32		b = u->hash & (newn - 1);
-
-				u->next = (StairUniqueEntry *) newb[b];
-				newb[b] = (StairGroup *) u;
-				u = next;
-			}
-			continue;
-		}
-		{
-			StairGroup *g = stair->buckets[i];
-
-			while (g != NULL)
-			{
-				StairGroup *next = g->next;
-				uint32		b = g->hash & (newn - 1);
-
-				g->next = newb[b];
-				newb[b] = g;
-				g = next;
-			}
-		}
-	}
-	pfree(stair->buckets);
-	stair->buckets = newb;
-	stair->nbuckets = newn;
+	Assert(hash != 0);
+	while (hashes[i] != hash && hashes[i] != 0)
+		i = (i + 1) & mask;
+	return i;
 }
 
 /*
- * An entry or group: from its free list (deleted ones, chained by their
- * first field, the next pointer), else from the arena or context.
+ * Move the groups to new arrays of n slots (dropping the emptied ones),
+ * entries untouched.
  */
-static inline void *
-stair_alloc(Stair *stair, void **freelist, Size size)
+static void
+stair_rehash(Stair *stair, uint32 n)
 {
-	void	   *p = *freelist;
+	void	   *oldchunk = stair->chunk;
+	uint32	   *oldhashes = stair->hashes;
+	StairEntry **oldheads = stair->heads;
+	uint32		oldn = stair->nslots;
+	uint32		i;
 
-	if (p != NULL)
+	stair_new_slots(stair, n);
+	for (i = 0; i < oldn; i++)
 	{
-		*freelist = *(void **) p;
-		return p;
+		uint32		j;
+
+		if (oldhashes[i] == 0 || oldheads[i] == NULL)
+			continue;
+		j = stair_find(stair, oldhashes[i]);
+		Assert(stair->hashes[j] == 0);
+		stair->hashes[j] = oldhashes[i];
+		stair->heads[j] = oldheads[i];
+		stair->nused++;
+	}
+	Assert(stair->nused + (stair->zero != NULL) == stair->ngroups);
+	pfree(oldchunk);
+}
+
+/*
+ * Make room for one more used slot: drop the emptied slots if they are
+ * what fills the arrays, else double them.
+ */
+static void
+stair_grow(Stair *stair)
+{
+	uint32		n = stair->nslots;
+
+	while (STAIR_FULL(stair->ngroups + 1, n) || STAIR_FULL(stair->ngroups * 2, n))
+	{
+		if (n >= STAIR_MAX_SLOTS)
+		{
+			if (stair->ngroups + 1 < n)
+				break;
+			ereport(ERROR,
+					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+					 errmsg("eddy: a STAIR cannot hold more than %u distinct key hashes",
+							n - 1),
+					 errhint("Lower eddy.max_memory, or disable the eddy for this query (eddy.enabled).")));
+		}
+		n *= 2;
+	}
+	stair_rehash(stair, n);
+}
+
+/* Link a filled-in entry into the group of hash */
+static inline void
+stair_link(Stair *stair, uint32 hash, StairEntry *e)
+{
+	StairEntry **head;
+
+	if (unlikely(hash == 0))
+		head = &stair->zero;
+	else
+	{
+		uint32		i = stair_find(stair, hash);
+
+		if (stair->hashes[i] == 0)
+		{
+			/* a new slot */
+			if (unlikely(STAIR_FULL(stair->nused + 1, stair->nslots)))
+			{
+				stair_grow(stair);
+				i = stair_find(stair, hash);
+			}
+			stair->hashes[i] = hash;
+			stair->heads[i] = NULL;
+			stair->nused++;
+		}
+		head = &stair->heads[i];
+	}
+	if (*head == NULL)
+		stair->ngroups++;
+	e->next = *head;
+	*head = e;
+}
+
+/* Link the queued insertions, oldest first */
+static void
+stair_flush(Stair *stair)
+{
+	while (stair->npending > 0)
+	{
+		int			k = stair->pending_first;
+
+		stair_link(stair, stair->pending_hash[k], stair->pending_entry[k]);
+		stair->pending_first = (k + 1) % STAIR_PENDING;
+		stair->npending--;
+	}
+}
+
+/*
+ * An entry: from the free list (deleted ones, chained by their next), else
+ * from the arena or context.
+ */
+static inline StairEntry *
+stair_alloc_entry(Stair *stair)
+{
+	StairEntry *e = stair->free_entries;
+	Size		size = offsetof(StairEntry, keys) + sizeof(Datum) * stair->keys->nkeys;
+
+	if (e != NULL)
+	{
+		stair->free_entries = e->next;
+		return e;
 	}
 	return stair->arena ? EddyArenaAlloc(stair->arena, size) :
 		MemoryContextAlloc(stair->mcxt, size);
 }
 
 /*
- * Store payload under this side's key values (hashed by StairKeysHash).
+ * Store payload under this side's key values (hashed by StairKeysHash):
+ * fill in an entry, prefetch its slot and queue it; link in the one queued
+ * STAIR_PENDING insertions ago, whose slot is now in the cache.
  */
 void
 StairInsert(Stair *stair, uint32 hash, Datum *values, void *payload)
 {
-	int			nkeys = stair->keys->nkeys;
-	uint32		b = hash & (stair->nbuckets - 1);
-	StairGroup *g;
-	StairEntry *e;
+	StairEntry *e = stair_alloc_entry(stair);
+	int			k;
 
-	if (stair->unique)
-	{
-		StairUniqueEntry *u;
-
-		if (stair->ngroups >= stair->nbuckets &&
-			stair->nbuckets < (uint32) 1 << 30)
-		{
-			stair_grow(stair);
-			b = hash & (stair->nbuckets - 1);
-		}
-		u = stair_alloc(stair, &stair->free_entries,
-						offsetof(StairUniqueEntry, keys) + sizeof(Datum) * nkeys);
-		u->payload = payload;
-		u->hash = hash;
-		memcpy(u->keys, values, sizeof(Datum) * nkeys);
-		u->next = (StairUniqueEntry *) stair->buckets[b];
-		stair->buckets[b] = (StairGroup *) u;
-		stair->ngroups++;
-		stair->nentries++;
-		stair->inserted++;
-		return;
-	}
-	for (g = stair->buckets[b]; g != NULL; g = g->next)
-	{
-		if (g->hash == hash)
-			break;
-	}
-	if (g == NULL)
-	{
-		if (stair->ngroups >= stair->nbuckets &&
-			stair->nbuckets < (uint32) 1 << 30)
-		{
-			stair_grow(stair);
-			b = hash & (stair->nbuckets - 1);
-		}
-		g = stair_alloc(stair, (void **) &stair->free_groups, sizeof(StairGroup));
-		g->hash = hash;
-		g->entries = NULL;
-		g->next = stair->buckets[b];
-		stair->buckets[b] = g;
-		stair->ngroups++;
-	}
-	e = stair_alloc(stair, &stair->free_entries,
-					offsetof(StairEntry, keys) + sizeof(Datum) * nkeys);
 	e->payload = payload;
-	memcpy(e->keys, values, sizeof(Datum) * nkeys);
-	e->next = g->entries;
-	g->entries = e;
+	memcpy(e->keys, values, sizeof(Datum) * stair->keys->nkeys);
+	StairPrefetch(stair, hash);
+	k = stair->pending_first + stair->npending;
+	if (stair->npending == STAIR_PENDING)
+	{
+		k = stair->pending_first;
+		stair_link(stair, stair->pending_hash[k], stair->pending_entry[k]);
+		stair->pending_first = (k + 1) % STAIR_PENDING;
+	}
+	else
+	{
+		k %= STAIR_PENDING;
+		stair->npending++;
+	}
+	stair->pending_hash[k] = hash;
+	stair->pending_entry[k] = e;
 	stair->nentries++;
 	stair->inserted++;
 }
@@ -248,30 +378,27 @@ StairInsert(Stair *stair, uint32 hash, Datum *values, void *payload)
 void
 StairProbeBegin(StairProbe *probe, Stair *stair, uint32 hash, Datum *values)
 {
-	StairGroup *g;
-
+	if (unlikely(stair->npending > 0))
+		stair_flush(stair);
 	probe->stair = stair;
 	probe->keys = values;
-	probe->hash = hash;
-	probe->next = NULL;
+	if (likely(hash != 0))
+	{
+		uint32		i = stair_find(stair, hash);
+
+		/* a probe that finds no group reads no head */
+		probe->next = stair->hashes[i] == hash ? stair->heads[i] : NULL;
+	}
+	else
+		probe->next = stair->zero;
+	/* the caller asks for the first candidate soon (a frame, then next) */
+	if (probe->next != NULL)
+		__builtin_prefetch(probe->next);
 	stair->probed++;
-	if (stair->unique)
-	{
-		probe->next = (StairEntry *) stair->buckets[hash & (stair->nbuckets - 1)];
-		return;
-	}
-	for (g = stair->buckets[hash & (stair->nbuckets - 1)]; g != NULL; g = g->next)
-	{
-		if (g->hash == hash)
-		{
-			probe->next = g->entries;
-			break;
-		}
-	}
 }
 
 /* Do the entry's keys equal the probe's?  Side 0's value goes on the left. */
-static bool
+static inline bool
 stair_keys_equal(Stair *stair, Datum *entry_keys, Datum *probe_keys)
 {
 	StairJoinKeys *keys = stair->keys;
@@ -282,9 +409,23 @@ stair_keys_equal(Stair *stair, Datum *entry_keys, Datum *probe_keys)
 		Datum		l = stair->side == 0 ? entry_keys[i] : probe_keys[i];
 		Datum		r = stair->side == 0 ? probe_keys[i] : entry_keys[i];
 
-		if (!DatumGetBool(FunctionCall2Coll(&keys->eq[i], keys->collations[i],
-											l, r)))
-			return false;
+		switch (keys->eqkind[i])
+		{
+			case STAIR_INT4:
+				if (DatumGetInt32(l) != DatumGetInt32(r))
+					return false;
+				break;
+			case STAIR_INT8:
+				if (DatumGetInt64(l) != DatumGetInt64(r))
+					return false;
+				break;
+			default:
+				if (!DatumGetBool(FunctionCall2Coll(&keys->eq[i],
+													keys->collations[i],
+													l, r)))
+					return false;
+				break;
+		}
 	}
 	return true;
 }
@@ -295,23 +436,6 @@ stair_keys_equal(Stair *stair, Datum *entry_keys, Datum *probe_keys)
 void *
 StairProbeNext(StairProbe *probe)
 {
-	if (probe->stair->unique)
-	{
-		/* a chain of the bucket: entries of other hashes are skipped */
-		while (probe->next != NULL)
-		{
-			StairUniqueEntry *u = (StairUniqueEntry *) probe->next;
-
-			probe->next = (StairEntry *) u->next;
-			if (u->hash == probe->hash &&
-				stair_keys_equal(probe->stair, u->keys, probe->keys))
-			{
-				probe->stair->matched++;
-				return u->payload;
-			}
-		}
-		return NULL;
-	}
 	while (probe->next != NULL)
 	{
 		StairEntry *e = probe->next;
@@ -320,6 +444,9 @@ StairProbeNext(StairProbe *probe)
 		if (stair_keys_equal(probe->stair, e->keys, probe->keys))
 		{
 			probe->stair->matched++;
+			/* its miss overlaps the routing of this match */
+			if (probe->next != NULL)
+				__builtin_prefetch(probe->next);
 			return e->payload;
 		}
 	}
@@ -327,30 +454,30 @@ StairProbeNext(StairProbe *probe)
 }
 
 /*
- * Size an empty STAIR's bucket array for about nentries distinct keys (the
- * planner's estimate), so that it does not double its way up while filling.
+ * Size an empty STAIR's slot arrays for about nentries distinct keys (the
+ * planner's estimate), so that they do not double their way up while
+ * filling: at most STAIR_PRESIZE_BYTES_PER_ENTRY bytes per entry.  Never
+ * shrinks them.
  */
 void
 StairPresize(Stair *stair, double nentries)
 {
-	uint32		n = STAIR_INITIAL_BUCKETS;
+	uint32		n = STAIR_INITIAL_SLOTS;
 
-	Assert(stair->ngroups == 0);
-	while (n < nentries && n < ((uint32) 1 << 26))
+	Assert(stair->ngroups == 0 && stair->npending == 0);
+	while (STAIR_FULL(Min(nentries, (double) ((uint32) 1 << 28)), n) &&
+		   n < ((uint32) 1 << 28))
 		n *= 2;
-	if (n == stair->nbuckets)
+	if (n <= stair->nslots)
 		return;
-	pfree(stair->buckets);
-	stair->buckets = MemoryContextAllocExtended(stair->mcxt, sizeof(StairGroup *) * n,
-												MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
-	stair->nbuckets = n;
+	pfree(stair->chunk);
+	stair_new_slots(stair, n);
 }
 
 /*
  * Declare that the keys this STAIR will store are unique (a unique index
- * on them), before the first insertion: entries then sit in their buckets'
- * chains without groups, 16 bytes smaller each.  A duplicate would still be
- * found (a probe walks the whole chain), only less quickly.
+ * on them), before the first insertion.  The layout is the same (each
+ * group has one entry); a duplicate would still be stored and found.
  */
 void
 StairSetUnique(Stair *stair)
@@ -361,44 +488,53 @@ StairSetUnique(Stair *stair)
 
 /*
  * Forget every entry, for a rescan, when the entries live in an arena that
- * the caller resets: frees the bucket array and starts a new one.
+ * the caller resets: frees the slot arrays and starts new ones.
  */
 void
 StairClear(Stair *stair)
 {
-	pfree(stair->buckets);
+	pfree(stair->chunk);
 	StairReset(stair);
 }
 
 /*
  * Forget every entry, for a rescan.  Call it after resetting the STAIR's
- * memory context, which held them (and the bucket array).
+ * memory context, which held them (and the slot arrays).
  */
 void
 StairReset(Stair *stair)
 {
-	stair->buckets = MemoryContextAllocZero(stair->mcxt,
-											sizeof(StairGroup *) * STAIR_INITIAL_BUCKETS);
-	stair->nbuckets = STAIR_INITIAL_BUCKETS;
+	stair_new_slots(stair, STAIR_INITIAL_SLOTS);
+	stair->zero = NULL;
 	stair->ngroups = 0;
 	stair->nentries = 0;
+	stair->npending = 0;
+	stair->pending_first = 0;
 	stair->complete = true;
 	stair->free_entries = NULL;
-	stair->free_groups = NULL;
 }
 
 /*
- * Iteration.  Every entry struct starts with its next pointer, so the
- * address of an entry is the address of its own next link.
+ * Iteration: slot after slot, each group's list, then the group of hash 0
+ * (slot nslots).  The queued insertions are linked in first.
  */
 void
 StairIterBegin(StairIterator *it, Stair *stair)
 {
+	stair_flush(stair);
 	it->stair = stair;
-	it->bucket = 0;
-	it->glink = NULL;
+	it->slot = 0;
 	it->elink = NULL;
 	it->deleted = false;
+}
+
+/* The list head of slot i (nslots: the group of hash 0), NULL if unused */
+static inline StairEntry **
+stair_head(Stair *stair, uint32 i)
+{
+	if (i == stair->nslots)
+		return &stair->zero;
+	return stair->hashes[i] != 0 ? &stair->heads[i] : NULL;
 }
 
 /*
@@ -409,77 +545,40 @@ void *
 StairIterNext(StairIterator *it, uint32 *hash, Datum **keys)
 {
 	Stair	   *stair = it->stair;
+	StairEntry *e;
 
+	Assert(stair->npending == 0);	/* no insertion since StairIterBegin */
 	/* step past the entry last returned, unless it was deleted */
 	if (it->elink != NULL && !it->deleted)
-		it->elink = (void **) *it->elink;
+		it->elink = &(*it->elink)->next;
 	it->deleted = false;
 
 	for (;;)
 	{
-		CHECK_FOR_INTERRUPTS();
-		if (it->elink != NULL && *it->elink != NULL)
-			break;
-		if (stair->unique)
+		if (it->elink != NULL)
 		{
-			/* entries sit in the bucket chains */
-			if (it->elink != NULL)
-				it->bucket++;
-			if (it->bucket >= stair->nbuckets)
-			{
-				it->elink = NULL;
-				return NULL;
-			}
-			it->elink = (void **) &stair->buckets[it->bucket];
-			continue;
-		}
-		/* the group being walked is done: drop it if emptied, go on */
-		if (it->glink != NULL && it->elink != NULL)
-		{
-			StairGroup *g = *it->glink;
-
-			if (g->entries == NULL)
-			{
-				*it->glink = g->next;
-				stair->ngroups--;
-				g->next = stair->free_groups;	/* reused by StairInsert */
-				stair->free_groups = g;
-			}
-			else
-				it->glink = &g->next;
+			if (*it->elink != NULL)
+				break;
+			/* the group is done */
 			it->elink = NULL;
+			it->slot++;
 		}
-		if (it->glink == NULL || *it->glink == NULL)
+		if ((it->slot & 1023) == 0)
+			CHECK_FOR_INTERRUPTS();
+		if (it->slot > stair->nslots)
+			return NULL;
+		it->elink = stair_head(stair, it->slot);
+		if (it->elink == NULL || *it->elink == NULL)
 		{
-			if (it->glink != NULL)
-				it->bucket++;
-			if (it->bucket >= stair->nbuckets)
-			{
-				it->glink = NULL;
-				return NULL;
-			}
-			it->glink = &stair->buckets[it->bucket];
-			continue;
+			it->elink = NULL;
+			it->slot++;
 		}
-		it->elink = (void **) &(*it->glink)->entries;
 	}
 
-	if (stair->unique)
-	{
-		StairUniqueEntry *u = (StairUniqueEntry *) *it->elink;
-
-		*hash = u->hash;
-		*keys = u->keys;
-		return u->payload;
-	}
-	else
-	{
-		StairEntry *e = (StairEntry *) *it->elink;
-
-		*hash = (*it->glink)->hash;
-		*keys = e->keys;
-		return e->payload;
-	}
+	e = *it->elink;
+	*hash = it->slot < stair->nslots ? stair->hashes[it->slot] : 0;
+	*keys = e->keys;
+	return e->payload;
 }
 
 /* Delete the entry StairIterNext returned last: unlink it. */
@@ -487,25 +586,25 @@ void
 StairIterDelete(StairIterator *it)
 {
 	Stair	   *stair = it->stair;
-	void	  **entry;
+	StairEntry *e;
 
 	Assert(it->elink != NULL && *it->elink != NULL && !it->deleted);
-	entry = (void **) *it->elink;
-	*it->elink = *entry;		/* the entry's next */
-	*entry = stair->free_entries;	/* reused by StairInsert */
-	stair->free_entries = entry;
+	e = *it->elink;
+	*it->elink = e->next;
+	e->next = stair->free_entries;	/* reused by StairInsert */
+	stair->free_entries = e;
 	it->deleted = true;
 	stair->nentries--;
-	if (stair->unique)
-		stair->ngroups--;
+	if (*stair_head(stair, it->slot) == NULL)
+		stair->ngroups--;		/* the slot stays its hash's */
 }
 
 /*
  * Assert-enabled builds: iterate over every entry (their count must be
- * nentries), then delete them all through the iterator, leaving an empty
- * STAIR.  The eddy calls it on STAIRs it is about to discard, so that the
- * iteration and deletion that state migration builds on run on every
- * test's join state.
+ * nentries, each found from its hash), then delete them all through the
+ * iterator, leaving an empty STAIR.  The eddy calls it on STAIRs it is
+ * about to discard, so that the iteration and deletion that state
+ * migration builds on run on every test's join state.
  */
 void
 StairSelfCheck(Stair *stair)
@@ -513,14 +612,29 @@ StairSelfCheck(Stair *stair)
 #ifdef USE_ASSERT_CHECKING
 	StairIterator it;
 	uint64		n = 0;
+	uint64		ngroups = 0;
+	uint32		nused = 0;
 	uint32		hash;
 	Datum	   *keys;
 	void	   *payload;
+	uint32		i;
 
+	stair_flush(stair);
+	for (i = 0; i <= stair->nslots; i++)
+	{
+		StairEntry **head = stair_head(stair, i);
+
+		if (i < stair->nslots)
+			nused += stair->hashes[i] != 0;
+		ngroups += head != NULL && *head != NULL;
+	}
+	Assert(nused == stair->nused && ngroups == stair->ngroups);
+	Assert(!STAIR_FULL(stair->nused, stair->nslots) || stair->nslots >= STAIR_MAX_SLOTS);
 	StairIterBegin(&it, stair);
 	while ((payload = StairIterNext(&it, &hash, &keys)) != NULL)
 	{
-		Assert((hash & (stair->nbuckets - 1)) == it.bucket);
+		Assert(hash == 0 ? it.slot == stair->nslots :
+			   stair_find(stair, hash) == it.slot);
 		n++;
 	}
 	Assert(n == stair->nentries);
