@@ -100,9 +100,9 @@ SESSION = {
 STREAM = {"enable_indexscan": "off", "enable_bitmapscan": "off"}
 
 FULL = {"rst_rows": [50_000, 500_000], "sf": 1.0, "syn_scale": 1.0, "setups": 100,
-        "rounds": 5, "setup_rounds": 3}
+         "rounds": 5, "hold_rounds": 3, "setup_rounds": 3}
 QUICK = {"rst_rows": [50_000], "sf": 0.1, "syn_scale": 1.0, "setups": 12,
-         "rounds": 2, "setup_rounds": 1}
+         "rounds": 2, "hold_rounds": 1, "setup_rounds": 1}
 LONG_SETUPS = 475
 SYN_SIZES = (("1k", 1_000), ("10k", 10_000), ("50k", 50_000), ("100k", 100_000))
 # Figure 8: the largest estimated intermediate result a setup may have (at
@@ -788,7 +788,7 @@ def run_figures(conn: psycopg.Connection, args: argparse.Namespace, result: Resu
         ref = m.measure(case, args.rounds)
         if ref is not None:
             for hold in figure7_hold_cases(args.sf, args.policy):
-                m.measure(hold, args.rounds, reference=ref)
+                m.measure(hold, args.hold_rounds, reference=ref)
             for cfg in m.usable(Case("7iii", case.case, case.aliases,
                                      [c for c in case.configs if c.name != "base-aa"])):
                 progress(f"7iii {case.case} {cfg.name} (streaming)")
@@ -1193,6 +1193,9 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--seed", type=int, default=1, help="seed of Figure 8's setups (default: 1)")
     ap.add_argument("--rounds", type=int, default=None,
                     help=f"timed rounds of Figures 9 and 7 (default: {FULL['rounds']})")
+    ap.add_argument("--hold-rounds", type=int, default=None,
+                    help="timed rounds per k of Figure 7(ii) (default: "
+                         f"{FULL['hold_rounds']})")
     ap.add_argument("--setup-rounds", type=int, default=None,
                     help=f"timed rounds per Figure 8 setup (default: {FULL['setup_rounds']})")
     ap.add_argument("--setups", type=int, default=None,
@@ -1220,7 +1223,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def resolve(args: argparse.Namespace) -> None:
     preset = QUICK if args.quick else FULL
-    for key in ("rst_rows", "sf", "syn_scale", "setups", "rounds", "setup_rounds"):
+    for key in ("rst_rows", "sf", "syn_scale", "setups", "rounds", "hold_rounds",
+                "setup_rounds"):
         if getattr(args, key) is None:
             setattr(args, key, preset[key])
     if args.long and args.setups == preset["setups"]:
@@ -1231,10 +1235,12 @@ def resolve(args: argparse.Namespace) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     resolve(args)
-    if args.rounds < 1 or args.setup_rounds < 1 or args.setups < 0 or args.sf <= 0 \
-            or args.syn_scale <= 0 or any(n < 10 or n % 10 for n in args.rst_rows):
-        print("experiments: --rounds and --setup-rounds must be >= 1, --setups >= 0, --sf and "
-              "--syn-scale > 0, --rst-rows multiples of 10", file=sys.stderr)
+    if min(args.rounds, args.hold_rounds, args.setup_rounds) < 1 or args.setups < 0 \
+            or args.sf <= 0 or args.syn_scale <= 0 \
+            or any(n < 10 or n % 10 for n in args.rst_rows):
+        print("experiments: --rounds, --hold-rounds and --setup-rounds must be >= 1, "
+              "--setups >= 0, --sf and --syn-scale > 0, --rst-rows multiples of 10",
+              file=sys.stderr)
         return 2
     settings = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()
                 if k != "dsn"}
