@@ -130,6 +130,9 @@ def test_wrong_answer_and_wrong_plan_are_errors(eddy_conn):
     assert any(e.startswith("answer mismatch: figure t x under wrong") for e in result.errors)
     assert [u["config"] for u in result.unavailable] == ["nope"]
     assert {c["config"] for c in result.counters} == {"stairs"}
+    # a scan that stopped early must not make the next one start mid-table
+    ex.apply(conn, {})
+    assert conn.execute("SHOW synchronize_seqscans").fetchone()[0] == "off"
 
 
 def test_figure8_setups_are_seeded_and_bounded():

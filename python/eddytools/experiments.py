@@ -22,8 +22,8 @@ Figures:
       initial delays, seeded; --setups of them (default 100, --long 475)
 
 Configurations (session settings; every run starts from RESET ALL plus
-max_parallel_workers_per_gather = 0, jit = off, work_mem = 64MB,
-eddy.max_memory = 4GB):
+synchronize_seqscans = off, max_parallel_workers_per_gather = 0, jit = off,
+work_mem = 64MB, eddy.max_memory = 4GB):
 
   base          eddy.enabled = off: PostgreSQL with its full range of plans
   base-aa       the same again: the A/A spread of the measurements
@@ -89,8 +89,13 @@ FIGURES = ("9", "7", "8")
 DEFAULT_OUT = Path("experiments-results")
 POLICIES = ("rank", "cumulative", "lottery", "random")
 
-# Every run starts from these (after RESET ALL).
+# Every run starts from these (after RESET ALL).  synchronize_seqscans: a
+# sequential scan of a table larger than a quarter of shared_buffers starts
+# where the last scan of it stopped, and an eddy stops reading a source early
+# (an empty join), so lineitem would be read from the middle of its
+# l_shipdate order, and R, S, T from the middle of their id order.
 SESSION = {
+    "synchronize_seqscans": "off",
     "max_parallel_workers_per_gather": "0",
     "jit": "off",
     "work_mem": "64MB",
