@@ -948,8 +948,13 @@ def compute_goals(result: Result, args: argparse.Namespace) -> None:
         ej = figure8_pairs(result, "eddyjoins")
         if shj:
             wins = sum(r > 1 for _, r in shj)
+            # the SHJ ignores eddy.source_delays: the same count without them
+            delayed = {f"setup={s['setup']}" for s in result.setups if s["delays_ms"]}
+            calm = [r for case, r in shj if case not in delayed]
             goal(result, "8", "STAIRs faster than SHJ in >= 90% of setups",
-                 wins >= 0.9 * len(shj), f"{wins}/{len(shj)} ({100 * wins / len(shj):.0f}%)")
+                 wins >= 0.9 * len(shj), f"{wins}/{len(shj)} ({100 * wins / len(shj):.0f}%); "
+                 f"setups without initial delays (which the SHJ does not pay): "
+                 f"{sum(r > 1 for r in calm)}/{len(calm)}")
         else:
             goal(result, "8", "STAIRs faster than SHJ in >= 90% of setups", None, "no setups")
         if ej:
