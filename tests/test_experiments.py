@@ -43,7 +43,7 @@ def test_quick_run_on_tiny_data(pg_dsn, tmp_path, capsys):
             want = {"base", "base-aa", "shj-co-l", "shj-ol-c", "eddyjoins", "stairs",
                     "stairs-greedy", "stems", "right"}
         elif figure == "7ii":
-            want = {"eddyjoins", "stairs", "stairs-greedy"}
+            want = {"eddyjoins", "stairs"}
         else:
             want = {"base", "shj", "eddyjoins", "stairs", "stairs-greedy", "stems"}
         want = {c for c in want if (figure, c) not in unavailable}

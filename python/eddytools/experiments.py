@@ -513,7 +513,9 @@ def figure7_case(sf: float, policy: str) -> Case:
     return Case("7i", f"sf={sf:g}", TPCH_ALIASES, configs, {"sf": sf})
 
 
-def figure7_hold_cases(sf: float, policy: str) -> list[Case]:
+def figure7_hold_cases(sf: float, policy: str, greedy: bool) -> list[Case]:
+    """Figure 7(ii); greedy migration only if asked (--long): at SF 1 it
+    thrashes for 10-50 s a run, which would double the default run."""
     query = tpch_query(sf)
     cases = []
     for k in HOLD_STEPS:
@@ -522,9 +524,11 @@ def figure7_hold_cases(sf: float, policy: str) -> list[Case]:
             Config("eddyjoins", "eddy", eddy_gucs(policy, **hold), query),
             Config("stairs", "eddy", eddy_gucs(policy, **hold, **{"eddy.migration": "guarded"}),
                    query),
-            Config("stairs-greedy", "eddy",
-                   eddy_gucs(policy, **hold, **{"eddy.migration": "greedy"}), query),
         ]
+        if greedy:
+            configs.append(Config("stairs-greedy", "eddy",
+                                  eddy_gucs(policy, **hold, **{"eddy.migration": "greedy"}),
+                                  query))
         cases.append(Case("7ii", f"k={k}", TPCH_ALIASES, configs, {"k": k}))
     return cases
 
@@ -792,7 +796,7 @@ def run_figures(conn: psycopg.Connection, args: argparse.Namespace, result: Resu
         case = figure7_case(args.sf, args.policy)
         ref = m.measure(case, args.rounds)
         if ref is not None:
-            for hold in figure7_hold_cases(args.sf, args.policy):
+            for hold in figure7_hold_cases(args.sf, args.policy, greedy=args.long):
                 m.measure(hold, args.hold_rounds, reference=ref)
             for cfg in m.usable(Case("7iii", case.case, case.aliases,
                                      [c for c in case.configs if c.name != "base-aa"])):
@@ -1199,7 +1203,8 @@ def build_parser() -> argparse.ArgumentParser:
                          f"{QUICK['setups']} setups, {QUICK['rounds']} rounds "
                          f"({QUICK['setup_rounds']} per setup)")
     ap.add_argument("--long", action="store_true",
-                    help=f"Figure 8 with the paper's {LONG_SETUPS} setups")
+                    help=f"Figure 8 with the paper's {LONG_SETUPS} setups, and greedy "
+                         "migration in Figure 7(ii)")
     ap.add_argument("--seed", type=int, default=1, help="seed of Figure 8's setups (default: 1)")
     ap.add_argument("--rounds", type=int, default=None,
                     help=f"timed rounds of Figures 9 and 7 (default: {FULL['rounds']})")
