@@ -36,6 +36,16 @@
 #                    BENCH_PUBLISH=1, in docs/bench/, refreshing the committed
 #                    results (BENCH_ARGS="--quick" for a smoke run; see
 #                    .venv/bin/python -m eddytools.bench --help)
+#   make experiments the STAIRs paper's experiments (VLDB 2004, section 5:
+#                    Figures 9, 7 and 8), end to end like make bench: a
+#                    non-assert build, a server of its own in
+#                    EXPERIMENTS_SERVER (kept between runs: the loaded tables
+#                    stay) unless DSN=... names one, the Spark loader, every
+#                    figure; results, goals and plots in experiments-results/
+#                    (untracked; EXPERIMENTS_OUT=dir elsewhere), or, with
+#                    PUBLISH=1, in docs/experiments/ (EXPERIMENTS_ARGS="--quick"
+#                    for a smoke run; see .venv/bin/python -m
+#                    eddytools.experiments --help)
 #   make load        concurrent load: LOAD_CLIENTS (8) pgbench sessions, half
 #                    with prepared statements, half with the simple protocol,
 #                    running checked eddy queries for LOAD_SECONDS (600) on an
@@ -66,7 +76,7 @@ VENV ?= .venv
 PYTHON ?= /usr/bin/python3
 export PG_BINDIR PG_CONFIG
 
-.PHONY: all build install test pgregress sqlsmith bench load valgrind fuzz sysdeps venv clean
+.PHONY: all build install test pgregress sqlsmith bench experiments load valgrind fuzz sysdeps venv clean
 
 all: build
 
@@ -165,6 +175,30 @@ bench: sysdeps venv
 	    --dsn "host=$(BENCH_SERVER) port=$(BENCH_PORT) user=postgres dbname=postgres" \
 	    --out $(BENCH_OUT) $(BENCH_ARGS); \
 	  status=$$?; tests/pgserver.sh stop $(BENCH_SERVER); trap - EXIT INT TERM; exit $$status; \
+	fi
+
+# The STAIRs experiments, set up as the benchmark is (non-assert build, own
+# server unless DSN=..., results untracked unless PUBLISH=1 or
+# EXPERIMENTS_PUBLISH=1).  The full default run takes about the time given in
+# README.md ("The STAIRs experiments"); EXPERIMENTS_ARGS="--quick" a few minutes.
+PUBLISH ?=
+EXPERIMENTS_PUBLISH ?= $(PUBLISH)
+EXPERIMENTS_OUT ?= $(if $(filter 1 yes true,$(EXPERIMENTS_PUBLISH)),docs/experiments,experiments-results)
+EXPERIMENTS_ARGS ?=
+EXPERIMENTS_PORT ?= 25437
+EXPERIMENTS_SERVER ?= /tmp/eddy-experiments-server
+experiments: sysdeps venv
+	$(MAKE) -C extension clean PG_CONFIG=$(PG_CONFIG)
+	$(MAKE) -C extension install PG_CONFIG=$(PG_CONFIG)
+	@if [ -n "$(DSN)" ] || [ -n "$$PGHOST$$PGDATABASE" ]; then \
+	  $(VENV)/bin/python -m eddytools.experiments --dsn "$(DSN)" --out $(EXPERIMENTS_OUT) $(EXPERIMENTS_ARGS); \
+	else \
+	  trap 'tests/pgserver.sh stop $(EXPERIMENTS_SERVER)' EXIT INT TERM; \
+	  tests/pgserver.sh start $(EXPERIMENTS_SERVER) $(EXPERIMENTS_PORT) || exit 1; \
+	  $(VENV)/bin/python -m eddytools.experiments \
+	    --dsn "host=$(EXPERIMENTS_SERVER) port=$(EXPERIMENTS_PORT) user=postgres dbname=postgres" \
+	    --out $(EXPERIMENTS_OUT) $(EXPERIMENTS_ARGS); \
+	  status=$$?; tests/pgserver.sh stop $(EXPERIMENTS_SERVER); trap - EXIT INT TERM; exit $$status; \
 	fi
 
 # Concurrent load on a throwaway server (assert-enabled build, as make test):

@@ -1,0 +1,175 @@
+"""The STAIRs experiments CLI (python -m eddytools.experiments) end to end on
+tiny data: real server, real Spark loader, every figure, results files,
+plots, the answer check against Base and the plan checks."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+
+from eddytools import experiments as ex
+
+TINY = ["--quick", "--rst-rows", "2000", "--sf", "0.01", "--syn-scale", "0.02",
+        "--setups", "3", "--rounds", "2", "--setup-rounds", "1", "--no-progress"]
+
+
+def test_quick_run_on_tiny_data(pg_dsn, tmp_path, capsys):
+    """--quick on tiny tables loads rst, TPC-H and the scaled synthetic20 with
+    the Spark loader, runs Figures 9, 7 and 8 and writes every output file:
+    each measured configuration returned Base's answer in every round (same
+    row count and digest as Base in the same case), the A/A configuration
+    is there, unavailable settings are listed rather than fatal, the goals
+    are computed and the plots are PNGs."""
+    out = tmp_path / "exp"
+    status = ex.main(["--dsn", pg_dsn, "--out", str(out), *TINY])
+    doc = json.loads((out / "results.json").read_text())
+    assert doc["errors"] == [], doc["errors"]
+    assert status == 0
+
+    runs = doc["runs"]
+    cases = {(r["figure"], r["case"]) for r in runs}
+    assert ("9", "rows=2000") in cases and ("7i", "sf=0.01") in cases
+    assert {c for f, c in cases if f == "8"} == {"setup=0", "setup=1", "setup=2"}
+    unavailable = {(u["figure"], u["config"]) for u in doc["unavailable"]}
+    for figure, case in cases:
+        measured = {r["config"] for r in runs if (r["figure"], r["case"]) == (figure, case)}
+        if figure == "9":
+            want = {"base", "base-aa", "shj-rs-t", "shj-st-r", "eddy", "eddyjoins", "stairs",
+                    "stairs-greedy", "stems"}
+        elif figure == "7i":
+            want = {"base", "base-aa", "shj-co-l", "shj-ol-c", "eddyjoins", "stairs",
+                    "stairs-greedy", "stems", "right"}
+        elif figure == "7ii":
+            want = {"eddyjoins", "stairs"}
+        else:
+            want = {"base", "shj", "eddyjoins", "stairs", "stairs-greedy", "stems"}
+        want = {c for c in want if (figure, c) not in unavailable}
+        assert measured == want, (figure, case, measured ^ want)
+        # verified against Base: one answer per case, the one Base returned
+        answers = {(r["rows"], r["digest"]) for r in runs
+                   if (r["figure"], r["case"]) == (figure, case)}
+        assert len(answers) == 1, (figure, case, answers)
+        if figure != "7ii":
+            base = {(r["rows"], r["digest"]) for r in runs
+                    if (r["figure"], r["case"], r["config"]) == (figure, case, "base")}
+            assert base == answers
+        rounds = {r["round"] for r in runs if (r["figure"], r["case"]) == (figure, case)}
+        assert rounds == ({0} if figure == "8" else {0, 1})
+    assert all(r["seconds"] > 0 for r in runs)
+    assert {r["rows"] for r in runs if r["figure"] == "8"} == {1}     # count + digest row
+    # the eddies' counters, and unavailable configurations give reasons
+    assert {c["config"] for c in doc["counters"] if c["figure"] == "9"} >= {"stairs", "eddy"}
+    assert all(c.get("tuples_routed", 0) > 0 for c in doc["counters"])
+    assert all(u["reason"].startswith("SET eddy.") for u in doc["unavailable"])
+
+    aa = [s for s in doc["summary"] if s["config"] == "base-aa"]
+    assert aa and all(s["aa_ratio_min"] <= s["aa_ratio_median"] <= s["aa_ratio_max"]
+                      for s in aa)
+    bases = [s for s in doc["summary"] if s["config"] == "base"]
+    assert all(s["vs_base"] == pytest.approx(1.0) for s in bases)
+
+    figures = {g["figure"] for g in doc["goals"]}
+    assert figures == {"9", "7", "8"}
+    assert all(g["status"] in ("pass", "fail", "n/a") for g in doc["goals"])
+    assert len(doc["setups"]) == 3
+    assert {s["shape"] for s in doc["setups"]} <= {"path4", "path5", "star4", "star5"}
+
+    with open(out / "measurements.csv") as f:
+        assert len(list(csv.DictReader(f))) == len(runs)
+    with open(out / "fig7iii_output.csv") as f:
+        points = list(csv.DictReader(f))
+    assert {p["config"] for p in points} >= {"base", "stairs", "right"}
+    for name in ("summary.csv", "counters.csv", "fig8_setups.csv"):
+        assert (out / name).stat().st_size > 0
+    for png in ("fig9.png", "fig7.png", "fig8.png"):
+        data = (out / png).read_bytes()
+        assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000, png
+
+    printed = capsys.readouterr().out
+    assert "figure 9 rows=2000" in printed and "goals:" in printed
+    assert "figure 8: 3 setups" in printed
+
+
+def _measurer(conn, result):
+    return ex.Measurer(conn, result, ex.Availability(conn), lambda _: None)
+
+
+def test_wrong_answer_and_wrong_plan_are_errors(eddy_conn):
+    """A configuration whose answer differs from Base's is an error and none
+    of its runs is kept; a static SHJ whose plan is not the intended join
+    order is refused before it runs; an unknown setting makes the
+    configuration unavailable, not an error."""
+    conn = eddy_conn
+    conn.execute("CREATE TABLE a AS SELECT g AS id, g % 7 AS k FROM generate_series(1, 300) g")
+    conn.execute("CREATE TABLE b AS SELECT g AS id, g % 5 AS k FROM generate_series(1, 200) g")
+    conn.execute("CREATE TABLE c AS SELECT g AS id FROM generate_series(1, 100) g")
+    conn.execute("ANALYZE a, b, c")
+    query = "SELECT a.id, b.id, c.id FROM a JOIN b ON a.k = b.k JOIN c ON c.id = b.id"
+    wrong = query + " WHERE a.id % 2 = 0"
+    forced = ("SELECT a.id, b.id, c.id FROM (a JOIN b ON a.k = b.k) "
+              "JOIN c ON c.id = b.id")
+    case = ex.Case("t", "x", ["a", "b", "c"], [
+        ex.Config("base", "base", ex.BASE_GUCS, query),
+        ex.Config("shj-ab-c", "shj", ex.SHJ_GUCS, forced, [["a", "b"], ["a", "b", "c"]]),
+        ex.Config("shj-bc-a", "shj", ex.SHJ_GUCS, forced, [["b", "c"], ["a", "b", "c"]]),
+        ex.Config("stairs", "eddy", ex.eddy_gucs("rank", **{"eddy.migration": "guarded"}),
+                  query),
+        ex.Config("wrong", "eddy", ex.eddy_gucs("rank"), wrong),
+        ex.Config("nope", "eddy", ex.eddy_gucs("rank", **{"eddy.no_such_setting": "1"}), query),
+    ])
+    result = ex.Result(settings={})
+    ref = _measurer(conn, result).measure(case, rounds=2)
+    assert ref is not None and ref[0] > 0
+    assert {r.config for r in result.runs} == {"base", "shj-ab-c", "stairs"}
+    assert len(result.errors) == 2, result.errors
+    assert any(e.startswith("wrong plan: figure t x shj-bc-a: static SHJ join order")
+               for e in result.errors)
+    assert any(e.startswith("answer mismatch: figure t x under wrong") for e in result.errors)
+    assert [u["config"] for u in result.unavailable] == ["nope"]
+    assert {c["config"] for c in result.counters} == {"stairs"}
+    # a scan that stopped early must not make the next one start mid-table
+    ex.apply(conn, {})
+    assert conn.execute("SHOW synchronize_seqscans").fetchone()[0] == "off"
+
+
+def test_figure8_setups_are_seeded_and_bounded():
+    """Setups depend only on the seed and their number; their join keys give
+    the drawn fan-outs, and no connected part of a query is estimated above
+    the cap."""
+    tables = ex.syn_tables(1.0)
+    a = [ex.make_setup(i, 7, tables, ex.SYN_CAP) for i in range(30)]
+    b = [ex.make_setup(i, 7, tables, ex.SYN_CAP) for i in range(30)]
+    assert [s.describe() for s in a] == [s.describe() for s in b]
+    assert a[0].describe() != ex.make_setup(0, 8, tables, ex.SYN_CAP).describe()
+    for s in a:
+        assert s.estimate <= ex.SYN_CAP
+        assert sorted(s.order) == sorted(s.tables)
+        assert len(s.join_sets()) == len(s.tables) - 1
+        for e in s.edges:
+            size = ex.edge_size(e, s.rows)
+            assert size == pytest.approx(e.fanout * max(s.rows[e.a], s.rows[e.b]),
+                                         rel=0.05, abs=2 * max(s.rows[e.a], s.rows[e.b]) / 1000)
+
+
+def test_help_and_defaults(capsys):
+    """--help documents the options; by default the results go to the
+    untracked experiments-results/."""
+    with pytest.raises(SystemExit) as e:
+        ex.main(["--help"])
+    assert e.value.code == 0
+    text = capsys.readouterr().out
+    for option in ("--quick", "--figures", "--seed", "--rounds", "--long", "--dsn", "--out",
+                   "--policy", "--setups"):
+        assert option in text
+    with pytest.raises(SystemExit) as e:
+        ex.main(["--figures", "9,6"])
+    assert e.value.code == 2
+    args = ex.build_parser().parse_args(["--long"])
+    ex.resolve(args)
+    assert args.setups == ex.LONG_SETUPS and args.rst_rows == [50_000, 500_000]
+    assert str(args.out) == "experiments-results"
+    gitignore = (Path(__file__).resolve().parent.parent / ".gitignore").read_text()
+    assert "experiments-results/" in gitignore.split()
