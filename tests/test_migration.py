@@ -79,6 +79,31 @@ def stair_totals(eddy: dict) -> tuple[int, int]:
 
 @pytest.mark.parametrize("name", sorted(QUERIES))
 @pytest.mark.parametrize("schedule", ["build", "proportional"])
+def test_stem_mode_has_nothing_to_migrate(mig, name, schedule):
+    """In SteM mode (eddy.state_mode = stems) the STAIRs hold base tuples
+    only: migrations, forced or by policy, have nothing to move, EXPLAIN
+    says so, no entry is promoted or demoted, and the rows are
+    PostgreSQL's."""
+    query = QUERIES[name]
+    want = vanilla(mig, query)
+    for every in (0, 1, 3):
+        for policy, routing in (("off", "rank"), ("greedy", "lottery"), ("guarded", "random")):
+            settings = {"join_method": "hash", "reopt_frequency": 10,
+                        "source_schedule": schedule, "migration": policy,
+                        "debug_migrate_every": every, "routing_policy": routing,
+                        "state_mode": "stems"}
+            set_gucs(mig, **settings)
+            assert multiset(mig.execute(query).fetchall()) == want, f"{name} {settings}"
+    eddy = eddy_of(mig, query, debug_migrate_every=1, migration="greedy")
+    assert eddy["State Mode"] == "stems"
+    assert eddy["State Migration"] == ("greedy, forced every 1 "
+                                       "(nothing to move: SteM mode stores base tuples only)")
+    assert "Migrations" not in eddy
+    assert stair_totals(eddy) == (0, 0)
+
+
+@pytest.mark.parametrize("name", sorted(QUERIES))
+@pytest.mark.parametrize("schedule", ["build", "proportional"])
 def test_forced_migrations_match_vanilla(mig, name, schedule):
     """A migration forced at every 1st and 3rd point of stasis, under every
     policy and routing policy: PostgreSQL's rows exactly, the migration's
@@ -163,7 +188,8 @@ def test_guarded_backs_off_where_greedy_thrashes(eddy_conn):
 
 def test_rescans_limit_and_cursor_with_forced_migrations(mig):
     """The eddy rescanned under a nested loop, stopped early by LIMIT and
-    read through a cursor, with migrations forced: PostgreSQL's rows."""
+    read through a cursor, with migrations forced (in STAIR mode, and in
+    SteM mode where they have nothing to move): PostgreSQL's rows."""
     set_gucs(mig, join_method="hash")
     rescanned = ("SELECT g, (SELECT count(*) FROM r JOIN s ON s.rid = r.id "
                  "JOIN t ON s.tid = t.id WHERE r.v > g * 300) "
@@ -172,8 +198,9 @@ def test_rescans_limit_and_cursor_with_forced_migrations(mig):
     want_rescan = vanilla(mig, rescanned)
     set_gucs(mig, enabled="off")
     want_limit = mig.execute(limited).fetchall()
-    for every in (1, 2):
-        set_gucs(mig, enabled="on", debug_migrate_every=every, migration="greedy")
+    for every, mode in ((1, "stairs"), (2, "stairs"), (1, "stems")):
+        set_gucs(mig, enabled="on", debug_migrate_every=every, migration="greedy",
+                 state_mode=mode)
         assert multiset(mig.execute(rescanned).fetchall()) == want_rescan
         assert mig.execute(limited).fetchall() == want_limit
         with mig.transaction():

@@ -203,10 +203,12 @@ def test_bad_delays_are_refused(path3):
         path3.execute("SET eddy.source_delays = 'r=-1'")
 
 
+@pytest.mark.parametrize("mode", ["stairs", "stems"])
 @pytest.mark.parametrize("shape", ["star", "path", "cycle"])
-def test_interleaved_joins_match_vanilla(eddy_conn, shape):
+def test_interleaved_joins_match_vanilla(eddy_conn, shape, mode):
     """Wisconsin joins of 2..6 tables return PostgreSQL's rows under the
-    proportional schedule, with rates and a delay, under every policy."""
+    proportional schedule, with rates and a delay, under every policy, in
+    both state modes (STAIRs and SteMs)."""
     conn = eddy_conn
     for k in range(1, 7):
         conn.execute(wisconsin_join_ddl(k))
@@ -219,8 +221,9 @@ def test_interleaved_joins_match_vanilla(eddy_conn, shape):
             for policy in POLICIES:
                 set_gucs(conn, enabled="on", routing_policy=policy, reopt_frequency=10,
                          source_schedule="proportional", source_rates="t2=5, t3=0.2",
-                         source_delays="t1=20")
-                assert eddy_nodes(explain_json(conn, q)), q
+                         source_delays="t1=20", state_mode=mode)
+                (eddy,) = eddy_nodes(explain_json(conn, q))
+                assert mode == "stairs" or eddy["State Mode"].startswith(("stems", "stairs (")), q
                 got = multiset(conn.execute(q).fetchall())
                 if got != want:
                     failures.append(f"{policy}: {q}")

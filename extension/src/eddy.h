@@ -91,6 +91,18 @@ typedef enum EddyMigrationPolicy
 
 #define EDDY_MAX_DEBUG_MIGRATE_EVERY	1000000
 
+/*
+ * eddy.state_mode: what a join eddy's hash-join STAIRs hold (mod_hashjoin.c).
+ * STAIRs (VLDB 2004) store every tuple routed to their side, intermediate
+ * results included; SteMs (ICDE 2003) store base tuples of their own
+ * relation only, built when they arrive, and never an intermediate result.
+ */
+typedef enum EddyStateMode
+{
+	EDDY_STATE_MODE_STAIRS,		/* store what is routed (the default) */
+	EDDY_STATE_MODE_STEMS		/* base tuples only, TimeStamp on probes */
+} EddyStateMode;
+
 /* Monotonic clock in nanoseconds (cost sampling, delay()) */
 static inline double
 eddy_now_ns(void)
@@ -128,11 +140,13 @@ extern char *eddy_source_rates;
 extern char *eddy_source_delays;
 extern int	eddy_migration;
 extern int	eddy_debug_migrate_every;
+extern int	eddy_state_mode;
 extern void EddyScheduleGucInit(void);
 extern void EddyGucInit(void);
 extern Size EddyMaxMemoryBytes(int nstairs);
 extern const char *EddyPolicyName(EddyRoutingPolicy policy);
 extern const char *EddyMigrationName(EddyMigrationPolicy policy);
+extern const char *EddyStateModeName(EddyStateMode mode);
 
 /* planner.c */
 extern void EddyPlannerInit(void);

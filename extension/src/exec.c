@@ -24,7 +24,10 @@
  *						the result empty, and the eddy DONE at once
  *	 EDDY_STATE_ROUTE	route the current tuple until it leaves: output
  *						(returned; then DRAIN), dropped, or handed to a join
- *						(DRAIN); a unique probe's one result goes on at once
+ *						(DRAIN); a unique probe's one result goes on at once.
+ *						In SteM mode a source tuple is built into its
+ *						relation's STAIRs when it first goes to a join
+ *						(BuildFirst, mod_hashjoin.c)
  *	 EDDY_STATE_DRAIN	the iterator (Deshpande 2004, section 2.1.4): take the
  *						next match of the frame on top of the stack and route
  *						it (ROUTE); a frame with no more matches is popped;
@@ -46,8 +49,8 @@
  * path is a property of the source and the modules, not a second node.
  *
  * Settings are read when the node starts (eddy.routing_policy,
- * eddy.reopt_frequency, eddy.lottery_window), so a prepared statement uses
- * the values in effect when it runs.  What the eddy learned survives a
+ * eddy.reopt_frequency, eddy.lottery_window, eddy.state_mode), so a
+ * prepared statement uses the values in effect when it runs.  What the eddy learned survives a
  * rescan: the data of a correlated subquery's rescans is usually alike.
  * Interrupts are checked for every tuple read and every match drained.
  *
@@ -281,6 +284,7 @@ eddy_begin(CustomScanState *node, EState *estate, int eflags)
 								   EddyPredicateMaxAttno(es->modules[i]->expr));
 	}
 
+	EddyStemsInit(es);
 	EddyScheduleInit(es);
 	es->max_memory = EddyMaxMemoryBytes(Max(es->nstairs, 1));
 	es->stack = palloc(sizeof(EddyFrame) * Max(es->nmodules, 1));
@@ -495,6 +499,8 @@ read_source(EddyState *es)
 			continue;
 		}
 		src->nread++;
+		es->seq++;				/* the driver's arrival (SteM mode) */
+		es->unbuilt = es->stems && src->nbuild > 0;
 		slot_getallattrs(slot);
 		t = EddyTupleAlloc(es, &es->transient);
 		memset(t->rows, 0, sizeof(EddyRow *) * es->nsources);
@@ -562,6 +568,12 @@ route_current(EddyState *es)
 		{
 			es->current_fresh = false;
 			EddyRouterNoteFirst(router, target);
+		}
+		if (unlikely(es->unbuilt) && m->filter == NULL)
+		{
+			/* SteM mode: the driver builds before its first join */
+			es->unbuilt = false;
+			EddyStemsBuild(es, t);
 		}
 		tg->stats->in++;
 		if (es->current_timed)
@@ -733,6 +745,8 @@ eddy_rescan(CustomScanState *node)
 	es->exhausted = 0;
 	es->start_time = 0;
 	es->peeked = false;
+	es->seq = 0;
+	es->unbuilt = false;
 	for (i = 0; i < es->nmodules; i++)
 	{
 		EddyModule *m = es->modules[i];

@@ -113,6 +113,11 @@ typedef struct EddySource
 	int		   *nslot_stairs;	/* per hash slot: the STAIRs it probes */
 	Stair	 ***slot_stairs;
 
+	/* SteM mode: the hash join sides (module, side) its rows build into */
+	int			nbuild;
+	EddyModule **build_join;
+	int		   *build_side;
+
 	/* scanned */
 	PlanState  *plan;
 	TupleTableSlot *pending;	/* a tuple read ahead, not yet routed */
@@ -151,6 +156,13 @@ typedef struct EddyRow
 } EddyRow;
 
 #define row_persistent(row)	(((EddyRow **) (row))[-1])
+
+/*
+ * SteM mode (mod_hashjoin.c): a row in state memory is preceded by its
+ * arrival number, the TimeStamp of the SteMs paper.  STAIR mode has no
+ * such prefix.
+ */
+#define row_seq(row)	(((uint64 *) (row))[-1])
 
 /*
  * The eddy tuple (Deshpande 2004, section 2.2): a pointer per source (NULL
@@ -383,6 +395,18 @@ struct EddyState
 	Datum	   *fetch_values;
 	bool	   *fetch_isnull;
 
+	/*
+	 * SteM mode (eddy.state_mode = stems, mod_hashjoin.c).  seq numbers the
+	 * source tuples read: the one read last is the driver, the newest
+	 * component of every tuple in flight; unbuilt says it is still to be
+	 * built into its relation's STAIRs (BuildFirst).
+	 */
+	EddyStateMode state_mode;	/* asked for when the node started */
+	bool		stems;			/* ... and in effect */
+	const char *stems_refused;	/* why not, when asked for */
+	uint64		seq;
+	bool		unbuilt;
+
 	/* state migration (migrate.c), NULL when the eddy never migrates */
 	struct EddyMigrator *migrator;
 	bool		migrating;		/* ... and some relation may migrate */
@@ -513,6 +537,10 @@ extern EddyJoinSpec *EddyHashJoinSpec(EddyModule *m);
 extern Stair *EddyHashJoinStair(EddyModule *m, int side);
 extern bool EddyHashJoinKeyHash(EddyState *es, EddyModule *m, int side,
 								EddyTuple *t, Datum *keys, uint32 *hash);
+
+/* mod_hashjoin.c: SteM mode */
+extern void EddyStemsInit(EddyState *es);
+extern void EddyStemsBuild(EddyState *es, EddyTuple *t);
 
 /* migrate.c */
 extern void EddyMigrationInit(EddyState *es);

@@ -18,6 +18,8 @@
  * is one chain) or the join state's peak memory.  VERBOSE adds the history
  * of first choices: runs of "module x tuples".  An eddy that may migrate
  * its state shows the policy, and under ANALYZE the moves (migrate.c).
+ * A join eddy in SteM mode shows "State Mode: stems", or why it could not
+ * be (STAIRs, the default, show nothing).
  *
  *-------------------------------------------------------------------------
  */
@@ -207,6 +209,16 @@ EddyExplain(CustomScanState *node, List *ancestors, ExplainState *xs)
 		if (listed)
 			appendStringInfoChar(&buf, ')');
 		ExplainPropertyText("Source Schedule", buf.data, xs);
+	}
+
+	if (!es->chain && es->state_mode != EDDY_STATE_MODE_STAIRS)
+	{
+		if (es->stems)
+			ExplainPropertyText("State Mode", EddyStateModeName(es->state_mode), xs);
+		else
+			ExplainPropertyText("State Mode",
+								psprintf("stairs (stems not possible: %s)",
+										 es->stems_refused), xs);
 	}
 
 	ExplainOpenGroup("Operators", "Operators", false, xs);

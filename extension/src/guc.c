@@ -26,6 +26,26 @@ int			eddy_max_sources = EDDY_DEFAULT_MAX_SOURCES;
 int			eddy_max_memory = -1;
 int			eddy_migration = EDDY_MIGRATION_OFF;
 int			eddy_debug_migrate_every = 0;
+int			eddy_state_mode = EDDY_STATE_MODE_STAIRS;
+
+static const struct config_enum_entry state_mode_options[] = {
+	{"stairs", EDDY_STATE_MODE_STAIRS, false},
+	{"stems", EDDY_STATE_MODE_STEMS, false},
+	{NULL, 0, false}
+};
+
+const char *
+EddyStateModeName(EddyStateMode mode)
+{
+	const struct config_enum_entry *e;
+
+	for (e = state_mode_options; e->name != NULL; e++)
+	{
+		if (e->val == (int) mode)
+			return e->name;
+	}
+	return "unknown";
+}
 
 static const struct config_enum_entry migration_options[] = {
 	{"off", EDDY_MIGRATION_OFF, false},
@@ -238,6 +258,19 @@ EddyGucInit(void)
 							NULL,
 							NULL,
 							NULL);
+
+	DefineCustomEnumVariable("eddy.state_mode",
+							 "What the hash joins of a join eddy store.",
+							 "stairs: every tuple routed to a join side, intermediate results included (STAIRs); "
+							 "stems: base tuples of the side's own relation only, built when they arrive (SteMs).",
+							 &eddy_state_mode,
+							 EDDY_STATE_MODE_STAIRS,
+							 state_mode_options,
+							 PGC_USERSET,
+							 0,
+							 NULL,
+							 NULL,
+							 NULL);
 
 	EddyScheduleGucInit();
 

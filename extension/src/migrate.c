@@ -77,6 +77,11 @@
  * under any policy, and checks the arrangement above after each move: the
  * differential tests run with it.
  *
+ * SteM mode (eddy.state_mode = stems, mod_hashjoin.c) stores base tuples
+ * only, each in every STAIR of its relation: there is no intermediate
+ * tuple to promote or demote, whatever the routing, so nothing migrates
+ * and EXPLAIN says so; the settings are accepted and do nothing.
+ *
  * Memory: moved entries and results go to state memory, which is checked
  * against eddy.max_memory as at any other time; the entries and stored
  * tuples a move takes out are reused (stair.h, EddyStoredTupleFree), so
@@ -184,6 +189,8 @@ EddyMigrationInit(EddyState *es)
 				 (uint64) es->css.ss.ps.plan->plan_node_id);
 	mgr->events = palloc(sizeof(EddyMigrationEvent) * EDDY_MAX_MIGRATION_EVENTS);
 	es->migrator = mgr;
+	if (es->stems)
+		return;					/* SteM mode: nothing intermediate to move */
 
 	for (x = 0; x < es->nsources; x++)
 	{
@@ -657,7 +664,9 @@ EddyMigrationExplain(EddyState *es, ExplainState *xs)
 	appendStringInfoString(&buf, EddyMigrationName(mgr->policy));
 	if (mgr->debug_every > 0)
 		appendStringInfo(&buf, ", forced every %d", mgr->debug_every);
-	if (mgr->nmigrants == 0)
+	if (es->stems)
+		appendStringInfoString(&buf, " (nothing to move: SteM mode stores base tuples only)");
+	else if (mgr->nmigrants == 0)
 		appendStringInfoString(&buf, " (no relation in the middle of a three-relation path of hash joins)");
 	ExplainPropertyText("State Migration", buf.data, xs);
 	if (!analyze || mgr->nmigrants == 0)

@@ -3,11 +3,11 @@
  * mod_hashjoin.c
  *	  The symmetric hash join module: two dual STAIRs.
  *
- * A tuple routed to the join in direction d (it spans end d's relation and
- * nothing of the other side) is inserted into side d's STAIR and probes
- * side 1 - d's (the Dual Routing Property of VLDB 2004): every pair of
- * matching tuples is then produced exactly once, by whichever of the two
- * arrived second.  Its matches are pushed as a frame for the eddy to drain
+ * STAIR mode (the default).  A tuple routed to the join in direction d (it
+ * spans end d's relation and nothing of the other side) is inserted into
+ * side d's STAIR and probes side 1 - d's (the Dual Routing Property of
+ * VLDB 2004): every pair of matching tuples is then produced exactly once,
+ * by whichever of the two arrived second.  Its matches are pushed as a frame for the eddy to drain
  * (EddyPushFrame).  A STAIR keeps payloads (exec.h): a fresh source row
  * alone, or a stored eddy tuple.
  *
@@ -31,6 +31,50 @@
  * rule, and state migration must not read such a STAIR (or turn the
  * optimisations off where it migrates).
  *
+ * SteM mode (eddy.state_mode = stems; Raman, Deshpande & Hellerstein, ICDE
+ * 2003).  A STAIR then holds base tuples of its end's relation only, as a
+ * SteM does, and an intermediate result is never stored: it is made again
+ * from the stored base tuples each time a new tuple needs it.  The routing
+ * constraints of the SteMs paper (section 3.1) that keep every result
+ * exactly once, and how this executor meets them:
+ *
+ *	 BuildFirst		a source tuple (the driver) is built into every STAIR of
+ *					its relation before it probes anything: exec.c calls
+ *					EddyStemsBuild when the driver first goes to a join (after
+ *					any selections on its relation alone, whose done bits the
+ *					stored tuple keeps; a tuple they drop is never built).
+ *	 BounceBack		a join never stores a probe tuple and never hands it
+ *					back: it probes the other side's STAIR and its matches go
+ *					on (the eddy's frames).
+ *	 TimeStamp		every source tuple read gets the next arrival number
+ *					(es->seq), and a stored row carries its own (row_seq); a
+ *					probe matches only stored rows older than the driver, the
+ *					newest component of the tuple probing.  Every tuple in
+ *					flight is made from the driver read last (nothing
+ *					intermediate is stored, and the eddy drains its matches
+ *					to a point of stasis before it reads again), so the
+ *					driver's number is es->seq.  Each result is made once, by
+ *					its last-arriving scanned component probing the STAIRs of
+ *					the others.  With one driver in flight the only stored row
+ *					not older than it is the driver itself, which no tuple in
+ *					flight can probe (they all span its relation): the check
+ *					is what makes the rule hold, and it is cheap, but today it
+ *					never rejects a match.
+ *	 BoundedRepetition  a tuple visits each module once (its done bits).
+ *
+ * The rule above on what can still be probed holds as it is: side d's
+ * STAIR is probed by tuples spanning side 1 - d only, whose drivers are
+ * side 1 - d's sources, so a base tuple is not built into it once those
+ * are exhausted.  Against a unique side 1 - d, a base tuple whose one
+ * partner is already stored is not built either: no later row of that
+ * relation can match it.  The relation reached through an index join has
+ * no arrivals of its own (its rows come only with the tuple that fetched
+ * them; the SteMs paper needs a SteM caching index lookups and bouncing
+ * probes back there, section 3.3), so an eddy with a hash join at the end
+ * of such a relation keeps STAIRs, and EXPLAIN says why; index joins
+ * themselves are the same in both modes.  State migration has nothing to
+ * move in SteM mode (migrate.c).
+ *
  * Hash slots.  The sides of hash joins that hash the same columns of the
  * same relation with the same functions and collations compute the same
  * hash value: in a star, every join of the centre hashes its key column.
@@ -46,6 +90,8 @@
  */
 #include "exec.h"
 
+#include "port/pg_bitutils.h"
+#include "utils/lsyscache.h"
 #include "utils/ruleutils.h"
 
 typedef struct EddyHashJoin
@@ -60,6 +106,8 @@ typedef struct EddyHashJoin
 
 static EddyTuple *hashjoin_route(EddyState *es, EddyModule *m, int dir,
 								 EddyTuple *t);
+static EddyTuple *stems_route(EddyState *es, EddyHashJoin *hj, int dir,
+							  EddyTuple *t, Datum *keys);
 static EddyTuple *hashjoin_next(EddyState *es, EddyFrame *f);
 static void hashjoin_rescan(EddyState *es, EddyModule *m);
 static void hashjoin_end(EddyState *es, EddyModule *m);
@@ -223,6 +271,194 @@ stair_insert(EddyState *es, EddyHashJoin *hj, int dir, uint32 hash, Datum *keys,
 		EddyCheckMemory(es);
 }
 
+/* ----------------------------------------------------------------
+ *		SteM mode
+ * ----------------------------------------------------------------
+ */
+
+/*
+ * Decide the state mode when the node starts: SteM mode when asked for and
+ * every hash join's two ends are scanned (see the header), and then list,
+ * per source, the hash join sides its rows build into.
+ */
+void
+EddyStemsInit(EddyState *es)
+{
+	int			i;
+	int			s;
+
+	es->state_mode = (EddyStateMode) eddy_state_mode;
+	es->stems = false;
+	es->stems_refused = NULL;
+	es->seq = 0;
+	es->unbuilt = false;
+	if (es->chain || es->state_mode != EDDY_STATE_MODE_STEMS)
+		return;
+	for (i = 0; i < es->nmodules; i++)
+	{
+		EddyHashJoin *hj = (EddyHashJoin *) es->modules[i];
+
+		if (hj->module.methods != &hashjoin_methods)
+			continue;
+		for (s = 0; s < 2; s++)
+		{
+			EddySource *src = &es->sources[hj->ends.rel[s]];
+
+			if (src->method != EDDY_SOURCE_SCAN)
+			{
+				es->stems_refused =
+					psprintf("%s, reached through an index join, is an end of hash join %d",
+							 get_rel_name(src->heapoid), i + 1);
+				return;
+			}
+		}
+	}
+	es->stems = true;
+	for (i = 0; i < es->nmodules; i++)
+	{
+		EddyHashJoin *hj = (EddyHashJoin *) es->modules[i];
+
+		if (hj->module.methods != &hashjoin_methods)
+			continue;
+		for (s = 0; s < 2; s++)
+		{
+			EddySource *src = &es->sources[hj->ends.rel[s]];
+
+			if (src->build_join == NULL)
+			{
+				src->build_join = palloc(sizeof(EddyModule *) * 2 * es->nmodules);
+				src->build_side = palloc(sizeof(int) * 2 * es->nmodules);
+			}
+			src->build_join[src->nbuild] = &hj->module;
+			src->build_side[src->nbuild] = s;
+			src->nbuild++;
+			/* a SteM never holds the tuples routed to it */
+			hj->stair[s]->complete = false;
+		}
+	}
+}
+
+/*
+ * BuildFirst: the driver t, a row of one scanned source alone (with its
+ * own selections done, if any), is built into every STAIR of its relation
+ * before it probes anything, except where no future tuple can match it:
+ * every source that may probe the STAIR is exhausted, or the other side is
+ * unique and already holds t's one partner (both counted as Skipped; a
+ * NULL key is not counted, it never matches).  The stored payload is
+ * shared by all the relation's STAIRs.
+ */
+void
+EddyStemsBuild(EddyState *es, EddyTuple *t)
+{
+	int			rel = pg_rightmost_one_pos32(t->spans);
+	EddySource *src = &es->sources[rel];
+	void	   *payload = NULL;
+	EddyTuple  *view = NULL;
+	int			b;
+
+	Assert(es->stems && t->spans == (1u << rel));
+	for (b = 0; b < src->nbuild; b++)
+	{
+		EddyHashJoin *hj = (EddyHashJoin *) src->build_join[b];
+		int			side = src->build_side[b];
+		EddyJoinSpec *ends = &hj->ends;
+		Stair	   *stair = hj->stair[side];
+		Datum	   *keys;
+		uint32		hash;
+
+		keys = EddyArenaAlloc(&es->transient, sizeof(Datum) * Max(ends->nkeys, 1));
+		if (!EddyJoinKeys(es, ends, side, t, keys, &es->transient))
+			continue;			/* a NULL key matches nothing */
+		if ((hj->probers[side] & ~es->exhausted) == 0)
+		{
+			stair->skipped++;
+			continue;
+		}
+		hash = join_hash(es, hj, side, t, keys);
+		if (ends->unique[1 - side] && hj->stair[1 - side]->nentries > 0 &&
+			StairContains(hj->stair[1 - side], hash, keys))
+		{
+			stair->skipped++;
+			continue;
+		}
+		if (payload == NULL)
+			payload = EddyTupleStoreForJoin(es, rel, t, &view);
+		/* by-reference keys must point into the stored row */
+		if (!ends->byvalkeys[side] &&
+			!EddyJoinKeys(es, ends, side, view, keys, &es->stored))
+			continue;
+		stair_insert(es, hj, side, hash, keys, payload);
+	}
+}
+
+/*
+ * TimeStamp: is the stored base tuple `payload`, of end `side`'s relation,
+ * older than the driver?
+ */
+static inline bool
+stems_older(EddyState *es, EddyHashJoin *hj, int side, void *payload)
+{
+	EddyRow    *row;
+
+	if (EddyPayloadIsRow(payload))
+		row = EddyPayloadRow(payload);
+	else
+		row = ((EddyTuple *) payload)->rows[hj->ends.rel[side]];
+	Assert(row->in_state);
+	return row_seq(row) < es->seq;
+}
+
+/* The next match of a SteM probe that is older than the driver, or NULL */
+static inline void *
+stems_probe_next(EddyState *es, EddyHashJoin *hj, int side, StairProbe *sp)
+{
+	void	   *u;
+
+	while ((u = StairProbeNext(sp)) != NULL)
+	{
+		if (likely(stems_older(es, hj, side, u)))
+			return u;
+		sp->stair->matched--;	/* not a match under TimeStamp */
+	}
+	return NULL;
+}
+
+/*
+ * Route t into the join in direction dir in SteM mode: t is never stored
+ * (a base tuple was built when it arrived); it probes the other side's
+ * STAIR, base tuples of the other end, and matches those older than the
+ * driver.
+ */
+static EddyTuple *
+stems_route(EddyState *es, EddyHashJoin *hj, int dir, EddyTuple *t, Datum *keys)
+{
+	EddyModule *m = &hj->module;
+	EddyJoinSpec *ends = &hj->ends;
+	Stair	   *other = hj->stair[1 - dir];
+	EddyFrame  *f;
+	uint32		hash;
+
+	if (other->nentries == 0 ||
+		!EddyJoinKeys(es, ends, dir, t, keys, &es->transient))
+		return NULL;
+	hash = join_hash(es, hj, dir, t, keys);
+	if (ends->unique[1 - dir])
+	{
+		StairProbe	sp;
+		void	   *u;
+
+		StairProbeBegin(&sp, other, hash, keys);
+		u = stems_probe_next(es, hj, 1 - dir, &sp);
+		if (u == NULL)
+			return NULL;
+		m->stats[dir].out++;
+		return EddyTupleJoin(es, m, t, ends->rel[1 - dir], u);
+	}
+	f = EddyPushFrame(es, m, dir, t);
+	StairProbeBegin(&f->sp, other, hash, keys);
+	return NULL;
+}
+
 /*
  * Route tuple t into the join in direction dir: store it in its side's
  * STAIR and probe the dual one (a frame for the matches), or, against a
@@ -239,6 +475,9 @@ hashjoin_route(EddyState *es, EddyModule *m, int dir, EddyTuple *t)
 	EddyFrame  *f;
 	void	   *payload;
 	uint32		hash;
+
+	if (es->stems)
+		return stems_route(es, hj, dir, t, keys);
 
 	/* can a future tuple still probe this side's STAIR? */
 	if (unlikely((hj->probers[dir] & ~es->exhausted) == 0))
@@ -361,7 +600,10 @@ hashjoin_next(EddyState *es, EddyFrame *f)
 
 	if (f->sp.next == NULL)
 		return NULL;
-	u = StairProbeNext(&f->sp);
+	if (es->stems)
+		u = stems_probe_next(es, hj, 1 - f->dir, &f->sp);
+	else
+		u = StairProbeNext(&f->sp);
 	if (u == NULL)
 		return NULL;
 	f->module->stats[f->dir].out++;
@@ -378,6 +620,8 @@ hashjoin_rescan(EddyState *es, EddyModule *m)
 	StairSelfCheck(hj->stair[1]);
 	StairClear(hj->stair[0]);
 	StairClear(hj->stair[1]);
+	if (es->stems)
+		hj->stair[0]->complete = hj->stair[1]->complete = false;
 }
 
 static void

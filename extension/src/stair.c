@@ -454,6 +454,25 @@ StairProbeNext(StairProbe *probe)
 }
 
 /*
+ * Does the STAIR hold an entry matching the other side's key values?  A
+ * lookup, not a probe: the counters are left alone.
+ */
+bool
+StairContains(Stair *stair, uint32 hash, Datum *values)
+{
+	StairProbe	probe;
+	uint64		probed = stair->probed;
+	uint64		matched = stair->matched;
+	bool		found;
+
+	StairProbeBegin(&probe, stair, hash, values);
+	found = StairProbeNext(&probe) != NULL;
+	stair->probed = probed;
+	stair->matched = matched;
+	return found;
+}
+
+/*
  * Size an empty STAIR's slot arrays for about nentries distinct keys (the
  * planner's estimate), so that they do not double their way up while
  * filling: at most STAIR_PRESIZE_BYTES_PER_ENTRY bytes per entry.  Never

@@ -70,11 +70,13 @@
  * stay empty are dropped when the array is rehashed.
  *
  * Completeness.  A STAIR is complete when it holds every tuple that was
- * routed to its side of the join.  Whoever skips an insertion (the eddy
- * does not store a tuple that found its one match in a unique side, nor
- * one that no future tuple can probe, see mod_hashjoin.c) must clear
- * `complete` and count it in `skipped`: state migration may only read
- * complete STAIRs, and spilling must know what is missing.
+ * routed to its side of the join (in the eddy's SteM mode, which stores
+ * base tuples only: every row of its relation read so far).  Whoever
+ * skips an insertion (the eddy does not store a tuple that found its one
+ * match in a unique side, nor one that no future tuple can probe, see
+ * mod_hashjoin.c) must clear `complete` and count it in `skipped`: state
+ * migration may only read complete STAIRs, and spilling must know what is
+ * missing.  A NULL key is not an insertion skipped: it never matches.
  *
  *-------------------------------------------------------------------------
  */
@@ -200,6 +202,7 @@ extern void StairInsert(Stair *stair, uint32 hash, Datum *values, void *payload)
 extern void StairProbeBegin(StairProbe *probe, Stair *stair, uint32 hash,
 							Datum *values);
 extern void *StairProbeNext(StairProbe *probe);
+extern bool StairContains(Stair *stair, uint32 hash, Datum *values);
 extern void StairReset(Stair *stair);
 extern void StairClear(Stair *stair);
 extern void StairPresize(Stair *stair, double nentries);

@@ -54,13 +54,12 @@ EddyCheckMemory(EddyState *es)
 
 /*
  * A row of source src from values/isnull, in one allocation from the
- * arena (see EddyRow).  A transient row gets its row_persistent pointer.
+ * arena (see EddyRow), after `prefix` bytes for the caller.
  */
-EddyRow *
-EddyRowMake(EddyArena *arena, EddySource *src, Datum *values, bool *isnull,
-			bool transient)
+static EddyRow *
+row_make(EddyArena *arena, EddySource *src, Datum *values, bool *isnull,
+		 Size prefix)
 {
-	Size		prefix = transient ? sizeof(EddyRow *) : 0;
 	Size		hsize = EddyRowHeaderSize(src, true);
 	Size		size = prefix + hsize + src->ncols * sizeof(Datum);
 	EddyRow    *row;
@@ -72,8 +71,6 @@ EddyRowMake(EddyArena *arena, EddySource *src, Datum *values, bool *isnull,
 			if (!isnull[c] && !src->typbyval[c])
 				size += MAXALIGN(datumGetSize(values[c], false, src->typlen[c]));
 	row = (EddyRow *) ((char *) EddyArenaAlloc(arena, size) + prefix);
-	if (transient)
-		row_persistent(row) = NULL;
 	row->in_state = false;
 	row->hvalid = 0;
 	row->isnull = (bool *) ((char *) row + offsetof(EddyRow, hash) +
@@ -103,9 +100,24 @@ EddyRowMake(EddyArena *arena, EddySource *src, Datum *values, bool *isnull,
 	return row;
 }
 
+/* A row of source src; a transient row gets its row_persistent pointer */
+EddyRow *
+EddyRowMake(EddyArena *arena, EddySource *src, Datum *values, bool *isnull,
+			bool transient)
+{
+	EddyRow    *row;
+
+	row = row_make(arena, src, values, isnull, transient ? sizeof(EddyRow *) : 0);
+	if (transient)
+		row_persistent(row) = NULL;
+	return row;
+}
+
 /*
  * Copy a transient row into state memory (EddyRowPersist: made once, then
- * shared), with the hashes computed so far.
+ * shared), with the hashes computed so far.  In SteM mode only the driver,
+ * the source row read last, is ever stored (mod_hashjoin.c): its copy is
+ * stamped with its arrival number.
  */
 EddyRow *
 EddyRowPersistSlow(EddyState *es, int i, EddyRow *row)
@@ -113,7 +125,13 @@ EddyRowPersistSlow(EddyState *es, int i, EddyRow *row)
 	EddySource *src = &es->sources[i];
 	EddyRow    *copy;
 
-	copy = EddyRowMake(&es->stored, src, row->values, row->isnull, false);
+	if (es->stems)
+	{
+		copy = row_make(&es->stored, src, row->values, row->isnull, sizeof(uint64));
+		row_seq(copy) = es->seq;
+	}
+	else
+		copy = row_make(&es->stored, src, row->values, row->isnull, 0);
 	copy->in_state = true;
 	copy->hvalid = row->hvalid;
 	if (row->hvalid != 0)

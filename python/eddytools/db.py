@@ -151,3 +151,12 @@ def migration_settings(tag: str) -> dict:
     rng = random.Random(f"migration:{tag}")
     return {"migration": rng.choice(["off", "greedy", "guarded"]),
             "debug_migrate_every": rng.choice([0, 1, 3, 17])}
+
+
+def state_settings(tag: str) -> dict:
+    """The join state mode for a differential run (eddy.state_mode: STAIRs,
+    which store intermediate results, or SteMs, which store base tuples
+    only), drawn from its own generator seeded by ``tag`` so that adding it
+    changes no other draw."""
+    rng = random.Random(f"state:{tag}")
+    return {"state_mode": rng.choice(["stairs", "stems"])}

@@ -51,6 +51,12 @@ RESET eddy.join_method;
 RESET eddy.max_sources;
 RESET eddy.max_memory;
 
+SHOW eddy.state_mode;
+SET eddy.state_mode = stems;
+SHOW eddy.state_mode;
+SET eddy.state_mode = stem;
+RESET eddy.state_mode;
+
 -- the prefix is reserved: a misspelt setting is an error, not a placeholder
 SET eddy.reopt_frequncy = 10;
 SET eddy.no_such_setting = on;

@@ -50,6 +50,7 @@ from eddytools.db import (
     migration_settings,
     multiset,
     set_gucs,
+    state_settings,
 )
 from eddytools.joingen import JoinSchema
 from eddytools.sqlast import DIALECT, FROM_KEY, aliases_in, and_, conjuncts, parse
@@ -107,7 +108,8 @@ def show(o: tuple) -> str:
 def settings_for(rng: random.Random, per_query: int) -> list[dict]:
     """``per_query`` settings, covering every routing policy once per 4;
     the reoptimization frequency, join method, lottery window,
-    selection_min_cost and source schedule drawn for each."""
+    selection_min_cost, source schedule, state migration and state mode
+    drawn for each."""
     out = []
     for k in range(per_query):
         out.append({"routing_policy": POLICIES[k % len(POLICIES)],
@@ -117,6 +119,7 @@ def settings_for(rng: random.Random, per_query: int) -> list[dict]:
                     "selection_min_cost": rng.choice([0, 0.01]),
                     "source_schedule": rng.choice(["build", "build", "proportional"])})
         out[-1] |= migration_settings(f"{k}:{out[-1]}")
+        out[-1] |= state_settings(f"{k}:{out[-1]}")
     return out
 
 
