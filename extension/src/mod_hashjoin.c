@@ -237,6 +237,9 @@ hashjoin_route(EddyState *es, EddyModule *m, int dir, EddyTuple *t)
 	void	   *payload;
 	uint32		hash;
 
+	/* pairs examined, for the cumulative policy's selectivity */
+	m->stats[dir].pairs += (double) other->nentries;
+
 	/* can a future tuple still probe this side's STAIR? */
 	if (unlikely((hj->probers[dir] & ~es->exhausted) == 0))
 	{
