@@ -4,7 +4,7 @@
   (chain, star, tree, cycle, clique and self-join graphs; aggregates with
   HAVING, DISTINCT, ORDER BY ... LIMIT over every output column, set
   operations, IN and correlated subqueries, derived tables and CTEs), each
-  compared with the eddy on and off under the four routing policies, with a
+  compared with the eddy on and off under the five routing policies, with a
   reoptimization frequency, join method, lottery window and
   selection_min_cost drawn for each; at least 75% of the queries must plan
   with an Eddy.  A failure is minimised and shown as a regression file.
@@ -170,7 +170,7 @@ def _run_slice(pg_dsn: str, seed: int, queries: int, tmp_path: Path) -> None:
 @pytest.mark.parametrize("chunk", range(CI_CHUNKS))
 def test_fuzz_slice_matches_vanilla(pg_dsn, tmp_path, chunk):
     """180 generated queries on their own data seed: each returns PostgreSQL's
-    result with the eddy under the four routing policies (frequency, join
+    result with the eddy under the five routing policies (frequency, join
     method, lottery window and selection_min_cost drawn per setting); at
     least 75% plan with an Eddy; no backend crash."""
     _run_slice(pg_dsn, 7100 + chunk, CI_QUERIES_PER_CHUNK, tmp_path)

@@ -82,9 +82,9 @@ def run(conn, **settings) -> dict:
     return eddy
 
 
-@pytest.mark.parametrize("policy,window", [("rank", 0), ("lottery", 1000)])
+@pytest.mark.parametrize("policy,window", [("rank", 0), ("lottery", 1000), ("cumulative", 0)])
 def test_join_routing_follows_the_data(flip_join, policy, window):
-    """Under rank and the windowed lottery, most tuples of each half of s go
+    """Under rank, the windowed lottery and cumulative routing, most tuples of each half of s go
     first to the join that eliminates them, so there are far fewer probes
     than under a fixed order."""
     eddy = run(flip_join, routing_policy=policy, lottery_window=window)
@@ -125,7 +125,7 @@ def source_rows(node: dict) -> int:
     return sum(child["Actual Rows"] for child in node.get("Plans", []))
 
 
-@pytest.mark.parametrize("policy", ["rank", "lottery", "fixed", "random"])
+@pytest.mark.parametrize("policy", ["rank", "lottery", "fixed", "random", "cumulative"])
 def test_counters_mean_the_same_in_selection_and_join_eddies(flip_join, policy):
     """A tuple is routed once when it enters the eddy, read from a source or
     made by a join; every source tuple has exactly one first choice; a

@@ -52,7 +52,7 @@ from eddytools.joingen import (
 )
 from eddytools.sqlast import parse
 
-POLICIES = ("rank", "lottery", "fixed", "random")
+POLICIES = ("rank", "lottery", "fixed", "random", "cumulative")
 JOIN_METHODS = ("auto", "hash", "index")
 GEN_CHUNKS = 6
 GEN_QUERIES_PER_CHUNK = 50
@@ -137,7 +137,7 @@ def ancestors_of_eddies(plan: dict) -> list[list[str]]:
 def test_wisconsin_joins_match_vanilla(wisc, runner, shape):
     """Every ``shape`` join of 2..6 Wisconsin tables (count(*), projections,
     restrictions with an expensive call and a two-table predicate) has an
-    Eddy and returns PostgreSQL's multiset of rows under all four policies
+    Eddy and returns PostgreSQL's multiset of rows under all five policies
     at reoptimization frequencies 1 and 100 and under join_method auto, hash
     and index; join_method=index plans use index joins and hash plans none."""
     conn = wisc

@@ -19,7 +19,7 @@ from eddytools.joingen import wisconsin_join_ddl, wisconsin_join_query
 DIM = 500
 ROWS = 20000
 QUERY = "SELECT count(*) FROM r JOIN s ON s.rid = r.id JOIN t ON s.tid = t.id"
-POLICIES = ("rank", "lottery", "fixed", "random")
+POLICIES = ("rank", "lottery", "fixed", "random", "cumulative")
 
 
 @pytest.fixture

@@ -35,7 +35,7 @@ EDDY_SETTINGS = {
     "eddy.enabled", "eddy.reopt_frequency", "eddy.routing_policy", "eddy.lottery_window",
     "eddy.selection_min_cost", "eddy.join_method", "eddy.max_sources", "eddy.max_memory",
     "eddy.static_shj", "eddy.source_schedule", "eddy.source_rates", "eddy.source_delays",
-    "eddy.migration", "eddy.debug_migrate_every", "eddy.state_mode",
+    "eddy.migration", "eddy.debug_migrate_every", "eddy.state_mode", "eddy.routing_hold",
 }
 
 SCHEMA = """
@@ -257,7 +257,8 @@ def test_eddy_settings_are_per_session_only(sec):
                 "max_sources": "2", "max_memory": "64kB", "static_shj": "on",
                 "source_schedule": "proportional", "source_rates": "t=1000000",
                 "source_delays": "t=1", "migration": "greedy",
-                "debug_migrate_every": "1000000", "state_mode": "stems"}
+                "debug_migrate_every": "1000000", "state_mode": "stems",
+                "routing_hold": "t=100"}
     assert {f"eddy.{k}" for k in extremes} == EDDY_SETTINGS
     with connect(user_dsn) as other_session, connect(admin_dsn) as admin_session:
         def shown(conn) -> dict[str, str]:

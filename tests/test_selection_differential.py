@@ -13,7 +13,7 @@ from eddytools.sqlast import parse
 
 QUERIES_PER_CHUNK = 40
 CHUNKS = 8
-POLICIES = ["rank", "lottery", "fixed", "random"]
+POLICIES = ["rank", "lottery", "fixed", "random", "cumulative"]
 INDEX_SCANS = {"Index Scan", "Index Only Scan", "Bitmap Heap Scan"}
 
 

@@ -78,7 +78,8 @@ typedef enum EddyRoutingPolicy
 	EDDY_POLICY_RANK,			/* rank ordering on observed cost/selectivity */
 	EDDY_POLICY_LOTTERY,		/* lottery scheduling (optionally windowed) */
 	EDDY_POLICY_FIXED,			/* PostgreSQL's order: non-adaptive baseline */
-	EDDY_POLICY_RANDOM			/* uniform among eligible operators */
+	EDDY_POLICY_RANDOM,			/* uniform among eligible operators */
+	EDDY_POLICY_CUMULATIVE		/* joins by cumulative selectivity (002 4.1) */
 } EddyRoutingPolicy;
 
 /* eddy.migration: when an eddy moves its join state (migrate.c) */
@@ -124,6 +125,7 @@ typedef enum EddySchedule
 #define EDDY_MIN_SOURCE_RATE		1e-6
 #define EDDY_MAX_SOURCE_RATE		1e6
 #define EDDY_MAX_SOURCE_DELAY_MS	3600000.0
+#define EDDY_MAX_ROUTING_HOLD		100.0	/* eddy.routing_hold: percent */
 
 /* guc.c */
 extern bool eddy_enabled;
@@ -138,6 +140,7 @@ extern int	eddy_max_memory;
 extern int	eddy_source_schedule;	/* schedule.c */
 extern char *eddy_source_rates;
 extern char *eddy_source_delays;
+extern char *eddy_routing_hold;
 extern int	eddy_migration;
 extern int	eddy_debug_migrate_every;
 extern int	eddy_state_mode;

@@ -204,6 +204,21 @@ begin_direct_source(EddyState *es)
 	ExecAssignScanProjectionInfoWithVarno(&es->css.ss, INDEX_VAR);
 }
 
+/*
+ * The rows a source has given so far, for the cumulative policy: a
+ * scanned source's tuples read, an index-joined relation's planned rows
+ * (all of it can be probed from the start); or every source's planned rows.
+ */
+static double
+source_rows(void *arg, int source, bool planned)
+{
+	EddySource *src = &((EddyState *) arg)->sources[source];
+
+	if (src->method == EDDY_SOURCE_SCAN && !planned)
+		return (double) src->nread;
+	return Max(src->est_rows, 1.0);
+}
+
 /* The modules, in plan order, and their routing targets */
 static void
 begin_modules(EddyState *es, List *descs)
@@ -304,7 +319,9 @@ eddy_begin(CustomScanState *node, EState *estate, int eflags)
 				   es->all_sources, es->chain,
 				   (EddyRoutingPolicy) eddy_routing_policy,
 				   eddy_reopt_frequency, eddy_lottery_window,
-				   UINT64CONST(0x5eed0edd) ^ (uint64) cscan->scan.plan.plan_node_id);
+				   UINT64CONST(0x5eed0edd) ^ (uint64) cscan->scan.plan.plan_node_id,
+				   es->nsources, source_rows, es);
+	es->router.held = es->holding;	/* the initial decisions are made */
 	EddyMigrationInit(es);
 	es->until_sample = 1;		/* time the first tuple */
 	es->state = EDDY_STATE_READ;
@@ -496,11 +513,15 @@ read_source(EddyState *es)
 		{
 			src->exhausted = true;
 			es->exhausted |= 1u << i;
+			if (unlikely(es->holding))
+				EddyScheduleCheckHold(es);
 			continue;
 		}
 		src->nread++;
 		es->seq++;				/* the driver's arrival (SteM mode) */
 		es->unbuilt = es->stems && src->nbuild > 0;
+		if (unlikely(es->holding))
+			EddyScheduleCheckHold(es);
 		slot_getallattrs(slot);
 		t = EddyTupleAlloc(es, &es->transient);
 		memset(t->rows, 0, sizeof(EddyRow *) * es->nsources);

@@ -125,6 +125,8 @@ typedef struct EddySource
 	uint64		nread;			/* tuples read */
 	double		rate;			/* eddy.source_rates (proportional schedule) */
 	double		delay_ms;		/* eddy.source_delays */
+	double		hold_pct;		/* eddy.routing_hold: percent, 0 if none */
+	uint64		hold_rows;		/* ... as rows of the planner's estimate */
 
 	/* reached through an index join */
 	Oid			heapoid;
@@ -357,6 +359,7 @@ struct EddyState
 	bool		peeked;			/* every source's first tuple read ahead */
 	bool		delayed;		/* some source has an initial delay */
 	TimestampTz start_time;		/* of the first read, when delayed */
+	bool		holding;		/* eddy.routing_hold not yet released */
 
 	/* modules and routing */
 	int			nmodules;
@@ -552,6 +555,7 @@ extern void EddyMigrationExplain(EddyState *es, ExplainState *xs);
 extern void EddyScheduleInit(EddyState *es);
 extern int	EddyScheduleNext(EddyState *es);
 extern const char *EddyScheduleName(int schedule);
+extern void EddyScheduleCheckHold(EddyState *es);
 
 /* explain.c */
 extern void EddyExplain(CustomScanState *node, List *ancestors, ExplainState *xs);

@@ -25,6 +25,7 @@
  */
 #include "exec.h"
 
+#include "port/pg_bitutils.h"
 #include "utils/builtins.h"
 #include "utils/ruleutils.h"
 
@@ -46,6 +47,33 @@ EddyExplainLine(ExplainState *xs, const char *fmt,...)
 		enlargeStringInfo(xs->str, needed);
 	}
 	appendStringInfoChar(xs->str, '\n');
+}
+
+/*
+ * The cumulative policy's estimates of a join (ANALYZE), as of the last
+ * recomputation, per direction: "from r" for the tuples that reach it
+ * from r's side.
+ */
+static void
+explain_cumulative(EddyState *es, EddyModule *m, ExplainState *xs)
+{
+	StringInfoData buf;
+	int			d;
+
+	if (es->router.policy != EDDY_POLICY_CUMULATIVE || m->filter != NULL)
+		return;
+	initStringInfo(&buf);
+	for (d = 0; d < m->ndirs; d++)
+	{
+		EddySource *src = &es->sources[pg_rightmost_one_pos32(m->target[d].need)];
+
+		appendStringInfo(&buf, "%sfrom %s %.3f", d > 0 ? ", " : "",
+						 src->name ? src->name : "?", m->stats[d].cumulative);
+	}
+	if (xs->format == EXPLAIN_FORMAT_TEXT)
+		EddyExplainLine(xs, "  Cumulative Estimate: %s", buf.data);
+	else
+		ExplainPropertyText("Cumulative Estimate", buf.data, xs);
 }
 
 /*
@@ -91,6 +119,7 @@ EddyExplainCounters(EddyState *es, EddyModule *m, int dir, ExplainState *xs)
 		if (xs->timing)
 			appendStringInfo(&buf, "  Cost: %.3f us", cost_us);
 		EddyExplainLine(xs, "%s", buf.data);
+		explain_cumulative(es, m, xs);
 		return;
 	}
 	ExplainPropertyUInteger("Tuples In", NULL, in, xs);
@@ -99,6 +128,7 @@ EddyExplainCounters(EddyState *es, EddyModule *m, int dir, ExplainState *xs)
 	ExplainPropertyFloat(ratio_name, NULL, ratio, 3, xs);
 	if (xs->timing)
 		ExplainPropertyFloat("Cost", "us", cost_us, 3, xs);
+	explain_cumulative(es, m, xs);
 }
 
 static char *
@@ -182,6 +212,19 @@ EddyExplain(CustomScanState *node, List *ancestors, ExplainState *xs)
 							   router->lottery_window, xs);
 	ExplainPropertyInteger("Reoptimization Frequency", "tuples",
 						   router->reopt_frequency, xs);
+	if (router->held || router->released)
+	{
+		StringInfoData buf;
+
+		/* eddy.routing_hold: the relations and shares held for */
+		initStringInfo(&buf);
+		for (i = 0; i < es->nsources; i++)
+			if (es->sources[i].hold_pct > 0)
+				appendStringInfo(&buf, "%s%s %g%%", buf.len > 0 ? ", " : "",
+								 es->sources[i].name ? es->sources[i].name : "?",
+								 es->sources[i].hold_pct);
+		ExplainPropertyText("Routing Hold", buf.data, xs);
+	}
 	if (!es->chain && (es->schedule != EDDY_SCHEDULE_BUILD || es->delayed))
 	{
 		StringInfoData buf;
@@ -251,6 +294,11 @@ EddyExplain(CustomScanState *node, List *ancestors, ExplainState *xs)
 	}
 	ExplainPropertyUInteger("Tuples Routed", NULL, EddyRouterRouted(router), xs);
 	ExplainPropertyUInteger("Recomputations", NULL, router->recomputations, xs);
+	if (router->released)
+		ExplainPropertyUInteger("Hold Released At", "tuples routed",
+								router->released_at, xs);
+	else if (router->held)
+		ExplainPropertyText("Hold Released At", "never", xs);
 	if (router->chain_len >= 0)
 	{
 		List	   *order = NIL;

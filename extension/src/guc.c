@@ -93,6 +93,7 @@ static const struct config_enum_entry policy_options[] = {
 	{"lottery", EDDY_POLICY_LOTTERY, false},
 	{"fixed", EDDY_POLICY_FIXED, false},
 	{"random", EDDY_POLICY_RANDOM, false},
+	{"cumulative", EDDY_POLICY_CUMULATIVE, false},
 	{NULL, 0, false}
 };
 
@@ -141,7 +142,8 @@ EddyGucInit(void)
 	DefineCustomEnumVariable("eddy.routing_policy",
 							 "Policy by which the eddy orders its operators.",
 							 "rank: by observed selectivity and cost; lottery: lottery scheduling; "
-							 "fixed: PostgreSQL's order; random: uniform.",
+							 "fixed: PostgreSQL's order; random: uniform; "
+							 "cumulative: rank for selections, joins by the tuples they and the joins beyond them make.",
 							 &eddy_routing_policy,
 							 EDDY_POLICY_RANK,
 							 policy_options,

@@ -602,6 +602,8 @@ EddyMigrationStasis(EddyState *es)
 	EddyMigrator *mgr = es->migrator;
 	int			i;
 
+	if (es->router.held)
+		return;					/* eddy.routing_hold: nothing moves yet */
 	if (mgr->debug_every > 0 && --mgr->until_forced <= 0)
 	{
 		mgr->until_forced = mgr->debug_every;

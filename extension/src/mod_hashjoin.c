@@ -476,6 +476,9 @@ hashjoin_route(EddyState *es, EddyModule *m, int dir, EddyTuple *t)
 	void	   *payload;
 	uint32		hash;
 
+	/* pairs examined, for the cumulative policy's selectivity */
+	m->stats[dir].pairs += (double) other->nentries;
+
 	if (es->stems)
 		return stems_route(es, hj, dir, t, keys);
 

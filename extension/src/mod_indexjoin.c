@@ -130,6 +130,7 @@ indexjoin_route(EddyState *es, EddyModule *m, int dir, EddyTuple *t)
 	int			k;
 
 	Assert(dir == 0);
+	m->stats[0].pairs += Max(ends->est_rows[1], 1.0);	/* pairs examined */
 	if (!EddyJoinKeys(es, ends, 0, t, keys, &es->transient))
 		return NULL;			/* a NULL key matches nothing */
 	for (k = 0; k < ends->nkeys; k++)

@@ -99,7 +99,8 @@ EddyJoinSpecInit(EddyState *es, EddyJoinSpec *ends, List *desc)
  * The module's routing targets: direction d takes tuples that span end d's
  * relation and nothing outside side d.  The priors: the planner's fan-out
  * (selectivity times the other end's rows) and the cost of hashing the keys
- * and probing.
+ * and probing.  For the cumulative policy: the sources beyond each
+ * direction and the planner's selectivity per pair.
  */
 void
 EddyJoinTargets(EddyModule *m, EddyJoinSpec *ends, int ndirs)
@@ -113,7 +114,11 @@ EddyJoinTargets(EddyModule *m, EddyJoinSpec *ends, int ndirs)
 		m->target[d].need = 1u << ends->rel[d];
 		m->target[d].allow = ends->side[d];
 		m->target[d].prereq = 0;
+		m->target[d].far = ends->side[1 - d];
+		m->target[d].far_rel = ends->rel[1 - d];
 		m->stats[d].prior_ratio = ends->est_sel * Max(ends->est_rows[1 - d], 1.0);
+		m->stats[d].prior_sel = ends->est_sel;
+		m->stats[d].prior_pairs = Max(ends->est_rows[1 - d], 1.0);
 		m->stats[d].prior_cost_ns = EDDY_NS_PER_COST_UNIT *
 			(cpu_operator_cost * Max(ends->nkeys, 1) + cpu_tuple_cost);
 	}

@@ -48,6 +48,56 @@
  *			 (the windowed lottery of 000, 6.2.1), tickets older than the
  *			 previous window of W routed tuples are forgotten.  Every
  *			 eligible target holds one ticket at least, so none starves.
+ *	 cumulative	 the STAIRs paper's policy (Deshpande & Hellerstein, VLDB
+ *			 2004, 4.1).  Selections are placed as under rank (when rank's
+ *			 first choice for a signature is a selection, so is this
+ *			 policy's); when it is a join, the tuple goes instead to the
+ *			 eligible join of the lowest cumulative estimate: the tuples
+ *			 that joining it with everything reachable through that join
+ *			 would make.  For an r tuple and the join r-s of the path
+ *			 r - s - t that is |r JOIN s_tau JOIN t_tau|, s_tau and t_tau
+ *			 being what has been read of s and t so far.  Rank ordering of
+ *			 joins by their local fan-out is optimal for SteMs, whose state
+ *			 holds base tuples only; with STAIRs, where a tuple's results
+ *			 are stored on the far side, a join of fan-out 1 followed by
+ *			 one of fan-out 10 stores ten times what a join of fan-out 2
+ *			 that ends the path does, and rank picks the former.
+ *
+ *			 The estimate of join target x (a join in one direction) is
+ *			 the product, over x's join and every join beyond it (the
+ *			 spanning tree's edges on x's far side, each entered from x's
+ *			 side), of sel(j) * rows(far end of j), times the selectivity
+ *			 of every selection over sources beyond x and of every
+ *			 selection still to do that reads sources on both sides and
+ *			 that the tuple and the far side cover.  sel(j) is the join's
+ *			 selectivity per pair, the paper's 1 / (join attribute domain
+ *			 size): observed as matches over pairs examined (a probe
+ *			 examines every entry of the STAIR it probes; an index join
+ *			 probe the planner's rows of its relation), pooled over the
+ *			 join's directions and decayed like rank's statistics, the
+ *			 planner's selectivity standing in with the weight of
+ *			 EDDY_PRIOR_TUPLES probes per direction.  Per pair rather than
+ *			 the fan-out per probe, because a STAIR may hold intermediate
+ *			 tuples (s's results with t stored in r-s's STAIR on s): their
+ *			 fan-out already contains the joins beyond, their selectivity
+ *			 per pair does not.  rows(s) is the rows read of s so far (an
+ *			 index-joined relation's planned rows: all of it can be
+ *			 probed), so a join with a relation not yet read estimates
+ *			 nothing, as joining s_tau = {} makes nothing.  Selections'
+ *			 selectivities are rank's (observed, the planner's prior).
+ *			 Everything but the selections over both sides is computed at
+ *			 each recomputation, per target; those are multiplied in when
+ *			 a signature's routing entry is filled, once per epoch.  Equal
+ *			 estimates (typically 0, when the far sides have not been read
+ *			 yet: every join of the first source read) are decided by the
+ *			 same estimate over the planner's rows, then by PostgreSQL's
+ *			 order.
+ *
+ * eddy.routing_hold (for the STAIRs paper's Figure 7(ii)): while the
+ * executor holds the router (exec.c, schedule.c), a recomputation folds
+ * the counters into the statistics but starts no epoch, so the initial
+ * decisions stay; state migration waits too (migrate.c).  The release is
+ * recorded (tuples routed) for EXPLAIN ANALYZE.
  *
  * The chain.  When every module is a filter over one source, every tuple
  * of an epoch follows a prefix of one chain of targets, which the executor
@@ -62,6 +112,7 @@
 
 #include <math.h>
 
+#include "port/pg_bitutils.h"
 #include "utils/memutils.h"
 
 /* Half-life, in routed tuples, of the statistics behind the rank policy */
@@ -75,8 +126,11 @@ void
 EddyRouterInit(EddyRouter *router, EddyRouteTarget *targets, int ntargets,
 			   int nmodules, uint32 all_sources, bool chain,
 			   EddyRoutingPolicy policy, int reopt_frequency,
-			   int lottery_window, uint64 seed)
+			   int lottery_window, uint64 seed, int nsources,
+			   EddySourceRowsFn source_rows, void *source_rows_arg)
 {
+	int			i;
+
 	memset(router, 0, sizeof(EddyRouter));
 	router->ntargets = ntargets;
 	router->targets = targets;
@@ -107,6 +161,19 @@ EddyRouterInit(EddyRouter *router, EddyRouteTarget *targets, int ntargets,
 	router->epoch_first = -1;
 	router->history = palloc(EDDY_MAX_HISTORY_RUNS * sizeof(EddyHistoryRun));
 	pg_prng_seed(&router->rng, seed);
+	router->nsources = nsources;
+	router->source_rows = source_rows;
+	router->source_rows_arg = source_rows_arg;
+	if (policy == EDDY_POLICY_CUMULATIVE)
+	{
+		router->rows = palloc0(sizeof(double) * 2 * Max(nsources, 1));
+		router->module_sel = palloc0(sizeof(double) * Max(nmodules, 1));
+		router->module_target = palloc(sizeof(int) * Max(nmodules, 1));
+		for (i = 0; i < nmodules; i++)
+			router->module_target[i] = -1;
+		for (i = ntargets - 1; i >= 0; i--)
+			router->module_target[targets[i].module] = i;
+	}
 	EddyRouterReoptimize(router);
 	router->recomputations = 0; /* the initial scoring is not a recomputation */
 }
@@ -152,11 +219,152 @@ update_statistics(EddyRouter *router)
 		st->w_samples = st->w_samples * decay +
 			(double) (st->samples - st->seen_samples);
 		st->w_ns = st->w_ns * decay + (st->cost_ns - st->seen_ns);
+		st->w_pairs = st->w_pairs * decay + (st->pairs - st->seen_pairs);
 		st->seen_in = st->in;
 		st->seen_out = st->out;
 		st->seen_samples = st->samples;
 		st->seen_ns = st->cost_ns;
+		st->seen_pairs = st->pairs;
 	}
+}
+
+/*
+ * The cumulative policy's selectivity per pair of join module m: what its
+ * directions matched over the pairs they examined, decayed, pooled over
+ * both directions (a pair matches whichever side probes), the planner's
+ * selectivity standing in for EDDY_PRIOR_TUPLES probes per direction.
+ */
+static double
+join_selectivity(EddyRouter *router, int m)
+{
+	double		num = 0.0;
+	double		den = 0.0;
+	int			i;
+
+	/* a module's targets are consecutive (exec.c numbers them so) */
+	for (i = router->module_target[m];
+		 i >= 0 && i < router->ntargets && router->targets[i].module == m; i++)
+	{
+		EddyModuleStats *st = router->targets[i].stats;
+		double		prior = EDDY_PRIOR_TUPLES * Max(st->prior_pairs, 1.0);
+
+		num += st->w_out + prior * st->prior_sel;
+		den += st->w_pairs + prior;
+	}
+	return den > 0.0 ? num / den : 1.0;
+}
+
+/*
+ * The cumulative policy's estimates (header): per join target t, the tuples
+ * one tuple routed to t makes with everything beyond t, |x JOIN S_tau JOIN
+ * T_tau ...|: the product, over t's join and every join beyond it, of the
+ * join's selectivity per pair times the rows read so far of its far end,
+ * times the selectivity of every selection over the sources beyond t.
+ * Selections over both sides of t are the tuple's own business
+ * (cumulative_estimate).  A selection's "cumulative" is its selectivity.
+ */
+static void
+score_cumulative(EddyRouter *router)
+{
+	int			ns = router->nsources;
+	double	   *rows = router->rows;
+	double	   *sel = router->module_sel;
+	int			i;
+	int			m;
+
+	for (i = 0; i < ns; i++)
+	{
+		rows[i] = Max(router->source_rows(router->source_rows_arg, i, false), 0.0);
+		rows[ns + i] = Max(router->source_rows(router->source_rows_arg, i, true), 1.0);
+	}
+	for (m = 0; m < router->nmodules; m++)
+	{
+		int			t = router->module_target[m];
+
+		sel[m] = (t >= 0 && router->targets[t].far != 0) ?
+			join_selectivity(router, m) : 1.0;
+	}
+	for (i = 0; i < router->ntargets; i++)
+	{
+		EddyRouteTarget *t = &router->targets[i];
+		uint32		far = t->far;
+		double		est;
+		double		planned;
+
+		if (far == 0)
+		{
+			t->stats->cumulative = t->stats->cumulative_planned =
+				stats_ratio(t->stats);
+			continue;
+		}
+		est = sel[t->module] * rows[t->far_rel];
+		planned = sel[t->module] * rows[ns + t->far_rel];
+		for (m = 0; m < router->nmodules; m++)
+		{
+			EddyRouteTarget *u;
+
+			if (m == t->module || router->module_target[m] < 0)
+				continue;
+			u = &router->targets[router->module_target[m]];
+			if (u->far == 0)
+			{
+				/* a selection over sources beyond t only */
+				if (u->need != 0 && (u->need & ~far) == 0)
+				{
+					est *= stats_ratio(u->stats);
+					planned *= stats_ratio(u->stats);
+				}
+			}
+			else
+			{
+				uint32		ends = u->need | (1u << u->far_rel);
+
+				/* a join beyond t, entered from t's side: its far end */
+				if ((ends & ~far) == 0)
+				{
+					int			end = (u->far & ~far) == 0 ? u->far_rel :
+						pg_rightmost_one_pos32(u->need);
+
+					est *= sel[m] * rows[end];
+					planned *= sel[m] * rows[ns + end];
+				}
+			}
+		}
+		t->stats->cumulative = est;
+		t->stats->cumulative_planned = planned;
+	}
+}
+
+/*
+ * The cumulative estimate of join target ti for a tuple of signature
+ * (spans, done): its estimate of the last recomputation, times the
+ * selectivity of each selection still to do that reads sources on both
+ * sides of the join and that the tuple and the sources beyond the join
+ * cover.
+ */
+static double
+cumulative_estimate(EddyRouter *router, int ti, uint32 spans, uint64 done,
+					double *planned)
+{
+	EddyRouteTarget *t = &router->targets[ti];
+	double		est = t->stats->cumulative;
+	int			i;
+
+	*planned = t->stats->cumulative_planned;
+	for (i = 0; i < router->ntargets; i++)
+	{
+		EddyRouteTarget *u = &router->targets[i];
+
+		if (u->far != 0 || (done & (UINT64CONST(1) << u->module)) != 0)
+			continue;
+		if ((u->need & t->far) != 0 && (u->need & ~t->far) != 0 &&
+			(u->need & ~(spans | t->far)) == 0)
+		{
+			est *= u->stats->cumulative;
+			*planned *= u->stats->cumulative;
+		}
+	}
+	return est;
 }
 
 static void
@@ -179,6 +387,7 @@ score_targets(EddyRouter *router)
 		switch (router->policy)
 		{
 			case EDDY_POLICY_RANK:
+			case EDDY_POLICY_CUMULATIVE:
 				st->score = (1.0 - stats_ratio(st)) / stats_cost(st);
 				break;
 			case EDDY_POLICY_LOTTERY:
@@ -202,6 +411,8 @@ score_targets(EddyRouter *router)
 				break;
 		}
 	}
+	if (router->policy == EDDY_POLICY_CUMULATIVE && router->chain_len < 0)
+		score_cumulative(router);	/* a chain has no joins */
 }
 
 /* Append a run of first choices to the run-length encoded history. */
@@ -306,6 +517,13 @@ EddyRouterReoptimize(EddyRouter *router)
 	router->until_reopt = router->reopt_frequency;
 	if (router->policy == EDDY_POLICY_FIXED && router->epoch > 0)
 		return;
+	if (router->held && router->epoch > 0)
+	{
+		/* eddy.routing_hold: learn, but keep the initial decisions */
+		Assert(router->chain_len < 0);
+		update_statistics(router);
+		return;
+	}
 
 	if (router->chain_len >= 0)
 	{
@@ -330,6 +548,20 @@ EddyRouterReoptimize(EddyRouter *router)
 	router->recomputations++;
 	if (router->chain_len >= 0)
 		compute_chain(router);
+}
+
+/*
+ * eddy.routing_hold is over: recomputations change the decisions again,
+ * from the next one on (the executor calls this once).
+ */
+void
+EddyRouterRelease(EddyRouter *router)
+{
+	if (!router->held)
+		return;
+	router->held = false;
+	router->released = true;
+	router->released_at = EddyRouterRouted(router);
 }
 
 /* May target t take a tuple of signature (spans, done)? */
@@ -371,6 +603,7 @@ choose_target(EddyRouter *router, uint32 spans, uint64 done)
 			choice = cand[pg_prng_uint64_range(&router->rng, 0, n - 1)];
 			break;
 		case EDDY_POLICY_RANK:
+		case EDDY_POLICY_CUMULATIVE:
 			{
 				double		best = 0.0;
 				int			k;
@@ -384,6 +617,33 @@ choose_target(EddyRouter *router, uint32 spans, uint64 done)
 					{
 						best = s;
 						choice = cand[k];
+					}
+				}
+				if (router->policy == EDDY_POLICY_RANK ||
+					router->targets[choice].far == 0)
+					break;
+
+				/* cumulative: a join goes first; the one of lowest estimate */
+				{
+					double		lowest = 0.0;
+					double		lowest_planned = 0.0;
+					bool		any = false;
+
+					for (k = 0; k < n; k++)
+					{
+						double		e;
+						double		p;
+
+						if (router->targets[cand[k]].far == 0)
+							continue;
+						e = cumulative_estimate(router, cand[k], spans, done, &p);
+						if (!any || e < lowest || (e == lowest && p < lowest_planned))
+						{
+							lowest = e;
+							lowest_planned = p;
+							choice = cand[k];
+							any = true;
+						}
 					}
 				}
 			}

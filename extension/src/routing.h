@@ -45,6 +45,23 @@ typedef struct EddyModuleStats
 	int64		ticket_base;	/* lottery: (in - out) where the window began */
 	int64		ticket_next_base;	/* ... and where the current one began */
 	double		score;			/* rank or lottery weight: higher goes first */
+
+	/*
+	 * Joins, for the cumulative policy: pairs examined (each probe counts
+	 * the entries it probed, an index join's the planner's rows of its
+	 * relation), so that out / pairs is the join's selectivity per pair;
+	 * the planner's selectivity stands in for EDDY_PRIOR_TUPLES probes of
+	 * prior_pairs pairs each.
+	 */
+	double		pairs;
+	double		prior_sel;
+	double		prior_pairs;
+	double		seen_pairs;
+	double		w_pairs;
+	double		cumulative;		/* as of the last recomputation: a join's
+								 * cumulative estimate (routing.c), a
+								 * selection's selectivity */
+	double		cumulative_planned; /* ... the same with the planner's rows */
 } EddyModuleStats;
 
 /*
@@ -62,6 +79,8 @@ typedef struct EddyRouteTarget
 	uint32		need;
 	uint32		allow;
 	uint64		prereq;
+	uint32		far;			/* a join: the sources beyond it (0: a selection) */
+	int			far_rel;		/* a join: the source at its other end */
 	EddyModuleStats *stats;		/* the module's statistics for dir */
 	void	   *arg;			/* the executor's: a filter's predicate */
 } EddyRouteTarget;
@@ -75,6 +94,12 @@ typedef struct EddyHistoryRun
 
 #define EDDY_ROUTE_OUTPUT		(-1)	/* routing decision: emit the tuple */
 #define EDDY_MAX_HISTORY_RUNS	1000
+
+/*
+ * The rows a source has given so far (the cumulative policy's |S_tau|),
+ * or with planned, the planner's rows
+ */
+typedef double (*EddySourceRowsFn) (void *arg, int source, bool planned);
 
 /* An entry of the hashed routing table */
 typedef struct EddyRouteEntry
@@ -141,6 +166,28 @@ typedef struct EddyRouter
 	uint64		epoch_start;	/* chain: routed when the current epoch began */
 	int			epoch_first;	/* chain: first choice of the current epoch */
 	pg_prng_state rng;
+
+	/*
+	 * The cumulative policy: rows of each source so far (asked of the
+	 * executor at each recomputation), and per module its selectivity per
+	 * pair and its first target.
+	 */
+	int			nsources;
+	EddySourceRowsFn source_rows;
+	void	   *source_rows_arg;
+	double	   *rows;			/* [2 * nsources]: read so far, planned */
+	double	   *module_sel;		/* [nmodules] */
+	int		   *module_target;	/* [nmodules] */
+
+	/*
+	 * eddy.routing_hold: while held, a recomputation folds the counters
+	 * into the statistics but keeps the initial decisions (no new epoch);
+	 * the executor releases the hold (EddyRouterRelease).
+	 */
+	bool		held;
+	bool		released;
+	uint64		released_at;	/* tuples routed at the release */
+
 	EddyHistoryRun *history;
 	int			nhistory;
 	bool		history_truncated;
@@ -150,7 +197,9 @@ extern void EddyRouterInit(EddyRouter *router, EddyRouteTarget *targets,
 						   int ntargets, int nmodules, uint32 all_sources,
 						   bool chain, EddyRoutingPolicy policy,
 						   int reopt_frequency, int lottery_window,
-						   uint64 seed);
+						   uint64 seed, int nsources,
+						   EddySourceRowsFn source_rows, void *source_rows_arg);
+extern void EddyRouterRelease(EddyRouter *router);
 extern int	EddyRouterChoose(EddyRouter *router, uint32 spans, uint64 done);
 extern int	EddyRouterLookup(EddyRouter *router, uint32 spans, uint64 done);
 extern void EddyRouterReoptimize(EddyRouter *router);

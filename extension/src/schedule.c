@@ -26,6 +26,15 @@
  * cancel and statement_timeout are honoured and nothing spins.  A
  * one-source eddy reads its source directly and ignores both settings.
  *
+ * eddy.routing_hold ('orders=50', percent) is read here too, since it is
+ * about reading: until that share of each listed relation's planned rows
+ * (the planner's estimate, not the rows the relation turns out to have)
+ * has been read, or the relation is exhausted, the router keeps its
+ * initial decisions and no state migrates (routing.c, migrate.c); then
+ * EddyScheduleCheckHold releases it, once.  A relation reached through an
+ * index join is never read and cannot hold; a one-source eddy ignores the
+ * list.  A rescan does not hold again.
+ *
  * The settings are read when the node starts; names that match no source
  * of an eddy are ignored by it (one query may have several eddies).
  *
@@ -49,6 +58,7 @@
 int			eddy_source_schedule = EDDY_SCHEDULE_BUILD;
 char	   *eddy_source_rates = NULL;
 char	   *eddy_source_delays = NULL;
+char	   *eddy_routing_hold = NULL;
 
 static const struct config_enum_entry schedule_options[] = {
 	{"build", EDDY_SCHEDULE_BUILD, false},
@@ -113,7 +123,7 @@ parse_source_list(const char *value, double min, double max, List **names,
 }
 
 static bool
-check_source_list(char **newval, double min, double max)
+check_source_list(char **newval, double min, double max, const char *form)
 {
 	List	   *names;
 	List	   *values;
@@ -124,20 +134,32 @@ check_source_list(char **newval, double min, double max)
 		return true;
 	ok = parse_source_list(*newval, min, max, &names, &values, &error);
 	if (!ok)
+	{
 		GUC_check_errdetail("%s.", error);
+		GUC_check_errhint("The form is a comma-separated list of %s.", form);
+	}
 	return ok;
 }
 
 static bool
 check_source_rates(char **newval, void **extra, GucSource source)
 {
-	return check_source_list(newval, EDDY_MIN_SOURCE_RATE, EDDY_MAX_SOURCE_RATE);
+	return check_source_list(newval, EDDY_MIN_SOURCE_RATE, EDDY_MAX_SOURCE_RATE,
+							 "relation=rate, e.g. 'orders=2, lineitem=0.5'");
 }
 
 static bool
 check_source_delays(char **newval, void **extra, GucSource source)
 {
-	return check_source_list(newval, 0, EDDY_MAX_SOURCE_DELAY_MS);
+	return check_source_list(newval, 0, EDDY_MAX_SOURCE_DELAY_MS,
+							 "relation=milliseconds, e.g. 'customer=100'");
+}
+
+static bool
+check_routing_hold(char **newval, void **extra, GucSource source)
+{
+	return check_source_list(newval, 0, EDDY_MAX_ROUTING_HOLD,
+							 "relation=percent, e.g. 'orders=50'");
 }
 
 void
@@ -179,6 +201,20 @@ EddyScheduleGucInit(void)
 							   PGC_USERSET,
 							   0,
 							   check_source_delays,
+							   NULL,
+							   NULL);
+
+	/* relation=percent, 0 .. 100 */
+	DefineCustomStringVariable("eddy.routing_hold",
+							   "Holds a join eddy's routing and state migration back, for experiments.",
+							   "A list of relation=percent (by alias), e.g. 'orders=50': until that share of "
+							   "each listed relation's planned rows has been read (or the relation is exhausted), "
+							   "the eddy keeps its initial routing decisions and migrates no state.",
+							   &eddy_routing_hold,
+							   "",
+							   PGC_USERSET,
+							   0,
+							   check_routing_hold,
 							   NULL,
 							   NULL);
 }
@@ -230,9 +266,17 @@ source_name(EddyState *es, Plan *plan)
 	return rt_fetch(rti, rtable)->eref->aliasname;
 }
 
-/* Apply a name=value list to the sources: *field = value where names match */
+/* Which field of the sources a name=value list sets */
+typedef enum SourceListField
+{
+	SOURCE_RATE,
+	SOURCE_DELAY,
+	SOURCE_HOLD
+} SourceListField;
+
+/* Apply a name=value list to the sources: field = value where names match */
 static void
-apply_source_list(EddyState *es, const char *setting, bool delays)
+apply_source_list(EddyState *es, const char *setting, SourceListField field)
 {
 	List	   *names;
 	List	   *values;
@@ -254,10 +298,18 @@ apply_source_list(EddyState *es, const char *setting, bool delays)
 		{
 			if (strcmp((char *) lfirst(ln), src->name) != 0)
 				continue;
-			if (delays)
-				src->delay_ms = floatVal(lfirst(lv));
-			else
-				src->rate = floatVal(lfirst(lv));
+			switch (field)
+			{
+				case SOURCE_RATE:
+					src->rate = floatVal(lfirst(lv));
+					break;
+				case SOURCE_DELAY:
+					src->delay_ms = floatVal(lfirst(lv));
+					break;
+				case SOURCE_HOLD:
+					src->hold_pct = floatVal(lfirst(lv));
+					break;
+			}
 		}
 	}
 }
@@ -275,14 +327,50 @@ EddyScheduleInit(EddyState *es)
 
 		src->rate = 1.0;
 		src->delay_ms = 0;
+		src->hold_pct = 0;
 		if (src->method == EDDY_SOURCE_SCAN)
 			src->name = source_name(es, src->plan->plan);
 	}
-	apply_source_list(es, eddy_source_rates, false);
-	apply_source_list(es, eddy_source_delays, true);
+	apply_source_list(es, eddy_source_rates, SOURCE_RATE);
+	apply_source_list(es, eddy_source_delays, SOURCE_DELAY);
+	apply_source_list(es, eddy_routing_hold, SOURCE_HOLD);
+	es->holding = false;
 	for (i = 0; i < es->nsources; i++)
-		if (es->sources[i].delay_ms > 0)
+	{
+		EddySource *src = &es->sources[i];
+
+		if (src->delay_ms > 0)
 			es->delayed = true;
+		if (src->method != EDDY_SOURCE_SCAN)
+			src->hold_pct = 0;	/* read through an index join: never "read" */
+		if (src->hold_pct > 0 && !es->chain)
+		{
+			src->hold_rows = (uint64) ceil(src->hold_pct / 100.0 *
+										   Max(src->est_rows, 1.0));
+			es->holding = true;
+		}
+	}
+}
+
+/*
+ * eddy.routing_hold: is every held source read far enough (or exhausted)?
+ * Then release the router (exec.c calls this while es->holding, after each
+ * tuple read and when a source ends).
+ */
+void
+EddyScheduleCheckHold(EddyState *es)
+{
+	int			i;
+
+	for (i = 0; i < es->nsources; i++)
+	{
+		EddySource *src = &es->sources[i];
+
+		if (src->hold_pct > 0 && !src->exhausted && src->nread < src->hold_rows)
+			return;
+	}
+	EddyRouterRelease(&es->router);
+	es->holding = false;
 }
 
 /*

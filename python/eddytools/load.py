@@ -55,7 +55,7 @@ from spark_loader import wisconsin
 
 ROWS = 10_000
 KEYS = 50                        # parameter :a ranges over 0 .. KEYS-1
-POLICIES = ("rank", "lottery", "fixed", "random")
+POLICIES = ("rank", "lottery", "fixed", "random", "cumulative")
 FREQS = ("1", "10", "100", "1000")
 
 # name -> (weight, eddy settings for the EXPLAIN check, query with :a)

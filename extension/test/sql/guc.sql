@@ -19,6 +19,17 @@ SET eddy.routing_policy = random;
 SET eddy.routing_policy = 'RANK';
 SHOW eddy.routing_policy;
 SET eddy.routing_policy = fastest;
+SET eddy.routing_policy = cumulative;
+SHOW eddy.routing_policy;
+RESET eddy.routing_policy;
+
+-- eddy.routing_hold: relation=percent, 0 .. 100
+SET eddy.routing_hold = 'orders=50, lineitem = 100';
+SHOW eddy.routing_hold;
+SET eddy.routing_hold = 'x=abc';
+SET eddy.routing_hold = 'x=101';
+SET eddy.routing_hold = 'x';
+RESET eddy.routing_hold;
 
 SET eddy.lottery_window = 1000;
 SET eddy.lottery_window = -1;

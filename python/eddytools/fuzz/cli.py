@@ -108,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--schema-every", type=int, default=250,
                     help="queries per schema (data seed seed*1000+k)")
     ap.add_argument("--settings", type=int, default=8,
-                    help="settings per query (every policy once per 4)")
+                    help="settings per query (every policy once per 5)")
     ap.add_argument("--minutes", type=float, default=0, help="stop after this long (0: never)")
     ap.add_argument("--save", type=Path, default=None,
                     help="minimise failures and save regression files here")

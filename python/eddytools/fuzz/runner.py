@@ -55,7 +55,7 @@ from eddytools.db import (
 from eddytools.joingen import JoinSchema
 from eddytools.sqlast import DIALECT, FROM_KEY, aliases_in, and_, conjuncts, parse
 
-POLICIES = ("rank", "lottery", "fixed", "random")
+POLICIES = ("rank", "lottery", "fixed", "random", "cumulative")
 REOPT_FREQUENCIES = (1, 10, 100, 1000, 100000)
 JOIN_METHODS = ("auto", "hash", "index")
 
@@ -106,7 +106,7 @@ def show(o: tuple) -> str:
 
 
 def settings_for(rng: random.Random, per_query: int) -> list[dict]:
-    """``per_query`` settings, covering every routing policy once per 4;
+    """``per_query`` settings, covering every routing policy once per 5;
     the reoptimization frequency, join method, lottery window,
     selection_min_cost, source schedule, state migration and state mode
     drawn for each."""
