@@ -229,3 +229,37 @@ def test_statement_timeout_interrupts_migrations(eddy_conn):
     conn.execute("SET statement_timeout = 0")
     set_gucs(conn, debug_migrate_every=0, migration="off")
     assert conn.execute("SELECT 1").fetchone() == (1,)
+
+
+DRIFT = """
+CREATE TABLE dc AS SELECT g AS id, g % 20 AS nat FROM generate_series(0, 999) g;
+CREATE TABLE do_ AS SELECT g AS id, (g * 7919) % 1000 AS cid FROM generate_series(0, 19999) g;
+CREATE TABLE dl AS SELECT (g::bigint * 104729 % 20000)::int AS oid, g AS d
+FROM generate_series(0, 79999) g ORDER BY g;
+ANALYZE dc; ANALYZE do_; ANALYZE dl;
+"""
+DRIFT_QUERY = ("SELECT count(*), sum(dl.d) FROM dc JOIN do_ ON do_.cid = dc.id "
+               "JOIN dl ON dl.oid = do_.id WHERE dc.nat = 1 AND dl.d >= 40000")
+
+
+def test_guarded_moves_state_the_routing_left_behind(eddy_conn):
+    """The STAIRs paper's Figure 7 in small: dl arrives in d order and only
+    its second half passes its selection, so at first the join with dl looks
+    empty and the cumulative policy sends do_'s tuples there first, storing
+    them in that join's STAIR; once dl's tuples pass, the routing turns to
+    dc.  No move was made while do_ went to dl first (none paid), so the state
+    is arranged for dl although no move put it there: the guarded policy
+    must see that and move do_'s state to the join with dc, once, and the
+    answer stays PostgreSQL's."""
+    conn = eddy_conn
+    conn.execute(DRIFT)
+    set_gucs(conn, enabled="off")
+    want = conn.execute(DRIFT_QUERY).fetchall()
+    eddy = eddy_of(conn, DRIFT_QUERY, enabled="on", join_method="hash",
+                   selection_min_cost=0, routing_policy="cumulative",
+                   source_schedule="proportional", migration="guarded",
+                   debug_migrate_every=0, max_memory="1GB")
+    assert 1 <= eddy["Migrations"] <= 3, eddy.get("Migration History")
+    history = eddy["Migration History"]
+    assert "do_ from" in history, history
+    assert conn.execute(DRIFT_QUERY).fetchall() == want

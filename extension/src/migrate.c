@@ -62,7 +62,8 @@
  * each recomputation of the routing:
  *	 greedy	  the paper's (4.2): move whenever the decision for X differs
  *			  from the arrangement of X's state.
- *	 guarded  move when the decision has differed for EDDY_MIGRATION_HOLD
+ *	 guarded  move when the decision has differed from where part of X's
+ *			  state is arranged for EDDY_MIGRATION_HOLD
  *			  recomputations in a row (doubled after each move of X: a
  *			  back-off, so a relation moves O(log n) times at most and a
  *			  fluctuating decision never thrashes), and the move pays:
@@ -72,6 +73,13 @@
  *			  makes (B.X's entries, plus A.X's times one plus x's observed
  *			  fan-out through B).  No move is made when nothing is left to
  *			  come from beyond A, so none is made at the end of a query.
+ *			  Where X's state is arranged is not only where the last move
+ *			  put it: a change of decision without a move sends the X rows
+ *			  read from then on to the other join first, so the state is
+ *			  mixed.  The rows read under each decision are counted, and
+ *			  anything arranged the other way (the STAIRs paper's Figure 7,
+ *			  where orders first went to lineitem for half the query while
+ *			  no move paid, then to customer) is a candidate.
  * eddy.debug_migrate_every = N forces a move at every N-th point of
  * stasis, of a random eligible relation towards a random one of its joins,
  * under any policy, and checks the arrangement above after each move: the
@@ -113,6 +121,10 @@ typedef struct EddyMigrant
 	int			target[2];		/* router target: join[j] from its side */
 	uint64		xonly;			/* selections that read the relation alone */
 	int			arranged;		/* the join its state has first, or -1 */
+	double		routed[2];		/* guarded: X rows read while the routing sent
+								 * them to join[j] first, since the last move */
+	int			last_pref;		/* the decision at the previous evaluation */
+	uint64		seen_read;		/* X rows read at the previous evaluation */
 	int			streak;			/* guarded: recomputations preferring the other */
 	int			hold;			/* guarded: ... needed before a move */
 } EddyMigrant;
@@ -250,6 +262,7 @@ EddyMigrationInit(EddyState *es)
 			continue;
 		mg.hold = EDDY_MIGRATION_HOLD;
 		mg.arranged = preferred(es, &mg);
+		mg.last_pref = mg.arranged;
 		mgr->migrants[mgr->nmigrants++] = mg;
 	}
 	es->migrating = mgr->nmigrants > 0;
@@ -528,6 +541,8 @@ swap(EddyState *es, EddyMigrant *mg, int to, bool forced)
 			mgr->events_truncated = true;
 	}
 	mg->arranged = to;
+	mg->routed[to] += mg->routed[1 - to];
+	mg->routed[1 - to] = 0.0;
 	return moved;
 }
 
@@ -618,14 +633,29 @@ EddyMigrationStasis(EddyState *es)
 	{
 		EddyMigrant *mg = &mgr->migrants[i];
 		int			p = preferred(es, mg);
+		uint64		nread = es->sources[mg->rel].nread;
 
-		if (p < 0 || p == mg->arranged)
-		{
-			mg->streak = 0;
+		/*
+		 * The rows read since the previous evaluation went first where the
+		 * routing then sent them: without a move, a change of decision
+		 * leaves the state mixed, whatever `arranged` says.
+		 */
+		if (mg->last_pref >= 0)
+			mg->routed[mg->last_pref] += (double) (nread - mg->seen_read);
+		mg->seen_read = nread;
+		mg->last_pref = p;
+
+		if (mgr->policy == EDDY_MIGRATION_GREEDY &&
+			(p < 0 || p == mg->arranged))
 			continue;
-		}
 		if (mgr->policy == EDDY_MIGRATION_GUARDED)
 		{
+			/* guarded: anything arranged the other way is worth a look */
+			if (p < 0 || mg->routed[1 - p] == 0.0)
+			{
+				mg->streak = 0;
+				continue;
+			}
 			if (++mg->streak < mg->hold || !move_pays(es, mg, p))
 				continue;
 			mg->hold *= 2;
@@ -648,6 +678,9 @@ EddyMigrationRescan(EddyState *es)
 	for (i = 0; i < mgr->nmigrants; i++)
 	{
 		mgr->migrants[i].arranged = preferred(es, &mgr->migrants[i]);
+		mgr->migrants[i].last_pref = mgr->migrants[i].arranged;
+		mgr->migrants[i].routed[0] = mgr->migrants[i].routed[1] = 0.0;
+		mgr->migrants[i].seen_read = 0;
 		mgr->migrants[i].streak = 0;
 	}
 }

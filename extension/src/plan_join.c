@@ -1524,7 +1524,9 @@ make_join_modules(PlannerInfo *root, EddyJoinPath *jp, List **scan_quals,
  * order stands, but for its last relation: the relation read last is never
  * stored (mod_hashjoin.c), so it should be the one whose storing would cost
  * most, a relation stored once per hash join it takes part in: the largest
- * rows x hash joins.  PostgreSQL's last relation (its outermost probe) keeps
+ * rows x hash joins (on keys: blocks of cross products keep PostgreSQL's
+ * order, which decides which row a clause that raises an error meets first,
+ * as in vanilla).  PostgreSQL's last relation (its outermost probe) keeps
  * its place unless another's product is larger.  So the middle of a path of
  * equal relations is read last, whichever of them PostgreSQL's statistics
  * made it hash: it is the relation whose tuples each meet both joins
@@ -1563,6 +1565,7 @@ source_reading_order(EddyJoinPath *jp, bool (*unique)[2])
 		{
 			int			r = lfirst_int(lc);
 			int			degree = 0;
+			int			keyed = 0;
 			bool		all_unique;
 			ListCell   *lc2;
 
@@ -1571,17 +1574,21 @@ source_reading_order(EddyJoinPath *jp, bool (*unique)[2])
 				JoinEdge   *e = lfirst(lc2);
 
 				if (e->index_into < 0 && (e->a == r || e->b == r))
+				{
 					degree++;
+					if (e->clauses != NIL)
+						keyed++;
+				}
 			}
 			all_unique = degree > 0 && unique_edges[r] == degree;
 			if (all_unique && pass == 0)
 				centres++;
 			if (all_unique == (pass == 1))
 				order = lappend(order, makeInteger(r));
-			if (pass == 0 && degree > 0 &&
-				jp->rels[r]->rows * degree > best_weight)
+			if (pass == 0 && keyed > 0 &&
+				jp->rels[r]->rows * keyed > best_weight)
 			{
-				best_weight = jp->rels[r]->rows * degree;
+				best_weight = jp->rels[r]->rows * keyed;
 				best = r;
 			}
 		}
@@ -1598,7 +1605,8 @@ source_reading_order(EddyJoinPath *jp, bool (*unique)[2])
 		{
 			JoinEdge   *e = lfirst(lc);
 
-			if (e->index_into < 0 && (e->a == last || e->b == last))
+			if (e->index_into < 0 && e->clauses != NIL &&
+				(e->a == last || e->b == last))
 				degree++;
 		}
 		if (best_weight > jp->rels[last]->rows * degree)
