@@ -18,6 +18,9 @@
  * is one chain) or the join state's peak memory.  VERBOSE adds the history
  * of first choices: runs of "module x tuples".  An eddy that may migrate
  * its state shows the policy, and under ANALYZE the moves (migrate.c).
+ * Under the cumulative policy ANALYZE shows each join's estimates per
+ * direction; eddy.routing_hold shows the relations held for and, under
+ * ANALYZE, the tuples routed when the hold was released.
  *
  *-------------------------------------------------------------------------
  */
