@@ -20,6 +20,9 @@
  * its state shows the policy, and under ANALYZE the moves (migrate.c).
  * A join eddy in SteM mode shows "State Mode: stems", or why it could not
  * be (STAIRs, the default, show nothing).
+ * Under the cumulative policy ANALYZE shows each join's estimates per
+ * direction; eddy.routing_hold shows the relations held for and, under
+ * ANALYZE, the tuples routed when the hold was released.
  *
  *-------------------------------------------------------------------------
  */

@@ -57,11 +57,14 @@
  *			 would make.  For an r tuple and the join r-s of the path
  *			 r - s - t that is |r JOIN s_tau JOIN t_tau|, s_tau and t_tau
  *			 being what has been read of s and t so far.  Rank ordering of
- *			 joins by their local fan-out is optimal for SteMs, whose state
- *			 holds base tuples only; with STAIRs, where a tuple's results
- *			 are stored on the far side, a join of fan-out 1 followed by
- *			 one of fan-out 10 stores ten times what a join of fan-out 2
- *			 that ends the path does, and rank picks the former.
+ *			 joins by their local fan-out minimises the intermediate tuples
+ *			 of SteMs, whose state holds base tuples only; with STAIRs a
+ *			 tuple's results are stored beyond the join it visits, and
+ *			 locally optimal choices accumulate state (the paper's
+ *			 argument).  The estimate assumes a tuple joins everything
+ *			 beyond its first join before anything else; an eddy may
+ *			 interleave the two sides afterwards, so the policy does not
+ *			 minimise intermediate tuples (README: measured).
  *
  *			 The estimate of join target x (a join in one direction) is
  *			 the product, over x's join and every join beyond it (the
