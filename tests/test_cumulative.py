@@ -12,21 +12,12 @@ from __future__ import annotations
 import psycopg
 import pytest
 
-from eddytools.db import eddy_nodes, explain_json, multiset, set_gucs
-
-
-def explain_eddy(conn, query: str, **settings) -> dict:
-    set_gucs(conn, **settings)
-    (eddy,) = eddy_nodes(explain_json(conn, query, analyze=True, verbose=True))
-    return eddy
-
-
-def vanilla(conn, query: str):
-    set_gucs(conn, enabled="off")
-    try:
-        return multiset(conn.execute(query).fetchall())
-    finally:
-        set_gucs(conn, enabled="on")
+from eddytools.db import (
+    explain_eddy,
+    multiset,
+    set_gucs,
+    vanilla_multiset,
+)
 
 
 def join_number(eddy: dict, a: str, b: str) -> int:
@@ -88,7 +79,7 @@ def test_middle_tuples_go_first_to_the_eliminating_join(eddy_conn):
     assert firsts[st] <= 5000 + 0.05 * ELIM_ROWS, eddy["Operators"]
     choices = last_choices(eddy, ELIM_ROWS)
     assert choices.get(rs, 0) >= 0.95 * ELIM_ROWS, choices
-    assert multiset(conn.execute(ELIM_QUERY).fetchall()) == vanilla(conn, ELIM_QUERY)
+    assert multiset(conn.execute(ELIM_QUERY).fetchall()) == vanilla_multiset(conn, ELIM_QUERY)
 
 
 # a - m - b - c: each m row has two a partners and one b partner, and each
@@ -121,7 +112,7 @@ def test_cumulative_and_rank_choose_differently(path4):
     and to the join with a under cumulative (2 tuples against 1 x 10), as
     the estimates EXPLAIN shows say; both give PostgreSQL's answer."""
     conn = path4
-    want = vanilla(conn, PATH4_QUERY)
+    want = vanilla_multiset(conn, PATH4_QUERY)
     chosen = {}
     for policy in ("rank", "cumulative"):
         eddy = explain_eddy(conn, PATH4_QUERY, routing_policy=policy)
@@ -150,7 +141,7 @@ def test_far_selections_count(path4):
     tuples to b first."""
     conn = path4
     query = PATH4_QUERY + " WHERE c.id % 100 = 0"
-    want = vanilla(conn, query)
+    want = vanilla_multiset(conn, query)
     eddy = explain_eddy(conn, query, routing_policy="cumulative", selection_min_cost=0)
     assert any(op["Operator Type"] == "Selection" for op in eddy["Operators"])
     mb = join_number(eddy, "m", "b")
@@ -211,7 +202,7 @@ def test_full_hold_keeps_the_initial_decisions(flip, policy):
     is recomputed before the release, and the release is at fs's last
     row."""
     conn = flip
-    want = vanilla(conn, FLIP_QUERY)
+    want = vanilla_multiset(conn, FLIP_QUERY)
     free = explain_eddy(conn, FLIP_QUERY, routing_policy=policy, source_delays="fs=300",
                         routing_hold="")
     assert "Routing Hold" not in free and "Hold Released At" not in free
@@ -236,7 +227,7 @@ def test_hold_holds_migration_back(flip):
     read; the release point lies where it should and the answer is
     PostgreSQL's."""
     conn = flip
-    want = vanilla(conn, FLIP_QUERY)
+    want = vanilla_multiset(conn, FLIP_QUERY)
     settings = {"source_schedule": "proportional", "migration": "greedy",
                 "routing_policy": "rank", "source_delays": ""}
     free = explain_eddy(conn, FLIP_QUERY, routing_hold="", **settings)

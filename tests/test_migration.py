@@ -12,7 +12,12 @@ import time
 import psycopg
 import pytest
 
-from eddytools.db import eddy_nodes, explain_json, multiset, set_gucs
+from eddytools.db import (
+    explain_eddy,
+    multiset,
+    set_gucs,
+    vanilla_multiset,
+)
 
 SCHEMA = """
 CREATE TABLE r AS SELECT g % 300 AS id, g AS v, (g % 300)::bigint AS id8,
@@ -57,19 +62,6 @@ def mig(eddy_conn):
     return eddy_conn
 
 
-def vanilla(conn, query: str):
-    set_gucs(conn, enabled="off")
-    try:
-        return multiset(conn.execute(query).fetchall())
-    finally:
-        set_gucs(conn, enabled="on")
-
-
-def eddy_of(conn, query: str, **settings) -> dict:
-    set_gucs(conn, **settings)
-    eddies = eddy_nodes(explain_json(conn, query, analyze=True, verbose=True))
-    assert len(eddies) == 1, "expected one eddy"
-    return eddies[0]
 
 
 def stair_totals(eddy: dict) -> tuple[int, int]:
@@ -85,7 +77,7 @@ def test_stem_mode_has_nothing_to_migrate(mig, name, schedule):
     says so, no entry is promoted or demoted, and the rows are
     PostgreSQL's."""
     query = QUERIES[name]
-    want = vanilla(mig, query)
+    want = vanilla_multiset(mig, query)
     for every in (0, 1, 3):
         for policy, routing in (("off", "rank"), ("greedy", "lottery"), ("guarded", "random")):
             settings = {"join_method": "hash", "reopt_frequency": 10,
@@ -94,7 +86,7 @@ def test_stem_mode_has_nothing_to_migrate(mig, name, schedule):
                         "state_mode": "stems"}
             set_gucs(mig, **settings)
             assert multiset(mig.execute(query).fetchall()) == want, f"{name} {settings}"
-    eddy = eddy_of(mig, query, debug_migrate_every=1, migration="greedy")
+    eddy = explain_eddy(mig, query, debug_migrate_every=1, migration="greedy")
     assert eddy["State Mode"] == "stems"
     assert eddy["State Migration"] == ("greedy, forced every 1 "
                                        "(nothing to move: SteM mode stores base tuples only)")
@@ -110,7 +102,7 @@ def test_forced_migrations_match_vanilla(mig, name, schedule):
     invariants checked after each move (an error otherwise), and the moves
     really happen."""
     query = QUERIES[name]
-    want = vanilla(mig, query)
+    want = vanilla_multiset(mig, query)
     for every in (1, 3):
         for policy, routing in (("off", "rank"), ("greedy", "lottery"), ("guarded", "random")):
             settings = {"join_method": "hash", "reopt_frequency": 10,
@@ -119,7 +111,7 @@ def test_forced_migrations_match_vanilla(mig, name, schedule):
             set_gucs(mig, **settings)
             got = multiset(mig.execute(query).fetchall())
             assert got == want, f"{name} {settings}"
-    eddy = eddy_of(mig, query, debug_migrate_every=1, migration="off")
+    eddy = explain_eddy(mig, query, debug_migrate_every=1, migration="off")
     assert eddy["State Migration"].startswith("off, forced every 1")
     assert eddy["Migrations"] > 0, eddy
     promoted, demoted = stair_totals(eddy)
@@ -128,7 +120,7 @@ def test_forced_migrations_match_vanilla(mig, name, schedule):
 
 def test_migration_off_shows_nothing_and_moves_nothing(mig):
     query = QUERIES["path3"]
-    eddy = eddy_of(mig, query, join_method="hash", migration="off", debug_migrate_every=0)
+    eddy = explain_eddy(mig, query, join_method="hash", migration="off", debug_migrate_every=0)
     assert "State Migration" not in eddy
     assert stair_totals(eddy) == (0, 0)
 
@@ -141,13 +133,13 @@ def test_longer_paths_and_stars_do_not_migrate(mig, name):
     star = ("SELECT count(*) FROM s JOIN r ON s.rid = r.id JOIN t ON s.tid = t.id "
             "JOIN dup ON dup.k = s.id % 3")
     for query in (LONGER[name], star):
-        eddy = eddy_of(mig, query, join_method="hash", debug_migrate_every=1,
+        eddy = explain_eddy(mig, query, join_method="hash", debug_migrate_every=1,
                        source_schedule="proportional")
         assert eddy["State Migration"].endswith(
             "(no relation in the middle of a three-relation path of hash joins)")
         assert "Migrations" not in eddy
         assert stair_totals(eddy) == (0, 0)
-        assert multiset(mig.execute(query).fetchall()) == vanilla(mig, query)
+        assert multiset(mig.execute(query).fetchall()) == vanilla_multiset(mig, query)
 
 
 FLIP = """
@@ -173,10 +165,10 @@ def test_guarded_backs_off_where_greedy_thrashes(eddy_conn):
     and both give PostgreSQL's rows."""
     conn = eddy_conn
     conn.execute(FLIP)
-    want = vanilla(conn, FLIP_QUERY)
+    want = vanilla_multiset(conn, FLIP_QUERY)
     counts = {}
     for policy in ("greedy", "guarded"):
-        eddy = eddy_of(conn, FLIP_QUERY, join_method="hash", reopt_frequency=100,
+        eddy = explain_eddy(conn, FLIP_QUERY, join_method="hash", reopt_frequency=100,
                        source_schedule="proportional", migration=policy,
                        debug_migrate_every=0, max_memory="1GB")
         counts[policy] = eddy["Migrations"]
@@ -195,7 +187,7 @@ def test_rescans_limit_and_cursor_with_forced_migrations(mig):
                  "JOIN t ON s.tid = t.id WHERE r.v > g * 300) "
                  "FROM generate_series(0, 4) g")
     limited = QUERIES["path3"] + " ORDER BY 1, 2, 3 LIMIT 50"
-    want_rescan = vanilla(mig, rescanned)
+    want_rescan = vanilla_multiset(mig, rescanned)
     set_gucs(mig, enabled="off")
     want_limit = mig.execute(limited).fetchall()
     for every, mode in ((1, "stairs"), (2, "stairs"), (1, "stems")):
@@ -255,7 +247,7 @@ def test_guarded_moves_state_the_routing_left_behind(eddy_conn):
     conn.execute(DRIFT)
     set_gucs(conn, enabled="off")
     want = conn.execute(DRIFT_QUERY).fetchall()
-    eddy = eddy_of(conn, DRIFT_QUERY, enabled="on", join_method="hash",
+    eddy = explain_eddy(conn, DRIFT_QUERY, enabled="on", join_method="hash",
                    selection_min_cost=0, routing_policy="cumulative",
                    source_schedule="proportional", migration="guarded",
                    debug_migrate_every=0, max_memory="1GB")

@@ -13,7 +13,14 @@ import re
 import psycopg
 import pytest
 
-from eddytools.db import eddy_nodes, explain_json, multiset, set_gucs, sql_value
+from eddytools.db import (
+    eddy_nodes,
+    explain_json,
+    multiset,
+    set_gucs,
+    sql_value,
+    vanilla_multiset,
+)
 from eddytools.joingen import wisconsin_join_ddl, wisconsin_join_query
 
 SCHEMA = """
@@ -73,13 +80,6 @@ def stems_db(eddy_conn):
     return eddy_conn
 
 
-def vanilla(conn, query: str):
-    set_gucs(conn, enabled="off")
-    try:
-        return multiset(conn.execute(query).fetchall())
-    finally:
-        set_gucs(conn, enabled="on")
-
 
 def explain_text(conn, query: str) -> str:
     rows = conn.execute("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) " + query)
@@ -120,7 +120,7 @@ def test_stems_store_base_tuples_only(stems_db, name, schedule):
     STAIR holds an intermediate tuple; the rows are PostgreSQL's."""
     conn = stems_db
     query = UNRESTRICTED[name]
-    want = vanilla(conn, query)
+    want = vanilla_multiset(conn, query)
     for policy in POLICIES:
         for reopt in (1, 100):
             set_gucs(conn, join_method="hash", source_schedule=schedule, state_mode="stems",
@@ -170,7 +170,7 @@ def test_stems_match_vanilla_under_every_setting(stems_db, name, schedule):
     says why."""
     conn = stems_db
     query = (UNRESTRICTED | RESTRICTED)[name]
-    want = vanilla(conn, query)
+    want = vanilla_multiset(conn, query)
     extra = {"source_rates": "s=4, t=0.3", "source_delays": "r=5"} \
         if schedule == "proportional" else {"source_rates": "", "source_delays": ""}
     failures = []
@@ -204,13 +204,13 @@ def test_index_join_end_keeps_stairs(stems_db):
     assert eddy["State Mode"] == ("stairs (stems not possible: pk, reached through an "
                                   "index join, is an end of hash join "
                                   f"{ops.index('Hash Join') + 1})"), eddy["State Mode"]
-    assert multiset(conn.execute(query).fetchall()) == vanilla(conn, query)
+    assert multiset(conn.execute(query).fetchall()) == vanilla_multiset(conn, query)
     # an index join whose inner relation is no hash join's end: SteMs
     query = "SELECT count(*), sum(pk.v) FROM s JOIN pk ON s.rid = pk.id JOIN t ON t.id = s.tid"
     (eddy,) = eddy_nodes(explain_json(conn, query))
     assert "Index Join" in [op["Operator Type"] for op in eddy["Operators"]]
     assert eddy["State Mode"] == "stems"
-    assert multiset(conn.execute(query).fetchall()) == vanilla(conn, query)
+    assert multiset(conn.execute(query).fetchall()) == vanilla_multiset(conn, query)
 
 
 def test_default_is_stairs_and_bad_values_are_refused(stems_db):
@@ -233,7 +233,7 @@ def test_rescans_cursors_limit_and_generic_plans(stems_db):
                  "JOIN t ON s.tid = t.id WHERE r.v > g * 300 AND t.v < 900 - g * 100) "
                  "FROM generate_series(0, 4) g")
     limited = UNRESTRICTED["path3"] + " ORDER BY 1, 2, 3 LIMIT 50"
-    want_rescan = vanilla(conn, rescanned)
+    want_rescan = vanilla_multiset(conn, rescanned)
     set_gucs(conn, enabled="off")
     want_limit = conn.execute(limited).fetchall()
     want_all = multiset(conn.execute(UNRESTRICTED["path4"]).fetchall())
@@ -270,7 +270,7 @@ def test_wisconsin_joins_in_stem_mode_match_vanilla(eddy_conn, shape):
     for n in range(2, 7):
         for variant in ("count", "project", "filtered"):
             q = wisconsin_join_query(shape, n, variant)
-            want = vanilla(conn, q)
+            want = vanilla_multiset(conn, q)
             for method in ("auto", "hash", "index"):
                 for policy in POLICIES:
                     set_gucs(conn, state_mode="stems", join_method=method,

@@ -42,6 +42,7 @@ import platform
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -426,14 +427,18 @@ def environment(conn: psycopg.Connection) -> dict:
 
 # --------------------------------------------------------------------------- CLI
 
-def _csv(choices: tuple[str, ...] | None = None, conv=str):
+def csv_list(choices: tuple[str, ...] | None = None, conv: Callable[[str], Any] = str
+             ) -> Callable[[str], list]:
+    """argparse type: a non-empty comma-separated list, each item among
+    ``choices`` (if given) and converted by ``conv``."""
     def parse(text: str) -> list:
         items = [t.strip() for t in text.split(",") if t.strip()]
-        if choices is not None:
-            for t in items:
-                if t not in choices:
-                    raise argparse.ArgumentTypeError(
-                        f"invalid choice {t!r} (choose from {', '.join(choices)})")
+        if not items:
+            raise argparse.ArgumentTypeError("empty list")
+        for t in items:
+            if choices is not None and t not in choices:
+                raise argparse.ArgumentTypeError(
+                    f"invalid choice {t!r} (choose from {', '.join(choices)})")
         try:
             return [conv(t) for t in items]
         except ValueError as e:
@@ -450,9 +455,9 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--dsn", default="",
                     help="libpq connection string of the database (default: the PG* "
                          "environment); the server must preload eddy")
-    ap.add_argument("-e", "--experiments", type=_csv(EXPERIMENTS), default=list(EXPERIMENTS),
+    ap.add_argument("-e", "--experiments", type=csv_list(EXPERIMENTS), default=list(EXPERIMENTS),
                     help="comma-separated, from selections, shj, index (default: all)")
-    ap.add_argument("--freqs", type=_csv(conv=int), default=None,
+    ap.add_argument("--freqs", type=csv_list(conv=int), default=None,
                     help="eddy.reopt_frequency values, comma-separated (default: 1,10,100,1000;"
                          " --quick: 1,100)")
     ap.add_argument("--policy", default="rank", choices=("rank", "lottery", "fixed", "random"),

@@ -69,6 +69,25 @@ def eddy_nodes(plan: dict) -> list[dict]:
     return [n for n in plan_nodes(plan) if n.get("Custom Plan Provider") == "Eddy"]
 
 
+def explain_eddy(conn: psycopg.Connection, query: str, **settings: Any) -> dict:
+    """The one eddy of ``query`` under EXPLAIN (ANALYZE, VERBOSE), after
+    setting ``settings`` (eddy.* names without the prefix)."""
+    set_gucs(conn, **settings)
+    eddies = eddy_nodes(explain_json(conn, query, analyze=True, verbose=True))
+    assert len(eddies) == 1, f"expected one eddy, found {len(eddies)}"
+    return eddies[0]
+
+
+def vanilla_multiset(conn: psycopg.Connection, query: str) -> Counter:
+    """``query``'s rows with eddies off (PostgreSQL's own plan), as a multiset;
+    eddies are on again afterwards."""
+    set_gucs(conn, enabled="off")
+    try:
+        return multiset(conn.execute(query).fetchall())
+    finally:
+        set_gucs(conn, enabled="on")
+
+
 def _sort_key(value: Any) -> tuple:
     return (value is None, str(type(value)), repr(value))
 

@@ -83,6 +83,7 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
+from eddytools.bench import csv_list
 from eddytools.db import connect, plan_nodes, rows_digest, sql_value
 
 FIGURES = ("9", "7", "8")
@@ -1170,23 +1171,6 @@ def environment(conn: psycopg.Connection) -> dict:
 
 # --------------------------------------------------------------------------- CLI
 
-def _list(conv: Callable[[str], Any], choices: tuple[str, ...] | None = None
-          ) -> Callable[[str], list]:
-    def parse(text: str) -> list:
-        items = [t.strip() for t in text.split(",") if t.strip()]
-        if not items:
-            raise argparse.ArgumentTypeError("empty list")
-        for t in items:
-            if choices is not None and t not in choices:
-                raise argparse.ArgumentTypeError(
-                    f"invalid choice {t!r} (choose from {', '.join(choices)})")
-        try:
-            return [conv(t) for t in items]
-        except ValueError as e:
-            raise argparse.ArgumentTypeError(str(e)) from None
-    return parse
-
-
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
         prog="python -m eddytools.experiments",
@@ -1196,7 +1180,7 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--dsn", default="",
                     help="libpq connection string (default: the PG* environment); the server "
                          "must preload eddy")
-    ap.add_argument("--figures", type=_list(str, FIGURES), default=list(FIGURES),
+    ap.add_argument("--figures", type=csv_list(FIGURES), default=list(FIGURES),
                     help="comma-separated, from 9, 7, 8, run in that order (default: all)")
     ap.add_argument("--quick", action="store_true",
                     help="smoke run: Figure 9 at 50,000 rows, TPC-H SF 0.1, "
@@ -1218,7 +1202,7 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--policy", default="rank",
                     help="eddy.routing_policy of the adaptive configurations (default: rank; "
                          f"e.g. {', '.join(POLICIES)})")
-    ap.add_argument("--rst-rows", type=_list(int), default=None,
+    ap.add_argument("--rst-rows", type=csv_list(conv=int), default=None,
                     help="Figure 9's rows per table, comma-separated (default: 50000,500000)")
     ap.add_argument("--sf", type=float, default=None, help="Figure 7's TPC-H scale factor")
     ap.add_argument("--syn-scale", type=float, default=None,
