@@ -26,10 +26,13 @@ run in a fresh connection: eddy on, eddy off, and eddy off again (the A/A
 twin, which measures the noise of the measurement itself), in the order on,
 off, aa in even rounds and aa, off, on in odd rounds.  A run's time is the
 wall-clock time of execute + fetch of all rows, measured by the client.  Its
-memory is the backend's peak resident set (VmHWM of /proc/<pid>/status, read
-after the fetch; the backend is fresh, so the peak is this query's; parallel
-workers are other processes and are not counted); VmHWM of the fresh backend
-before the query is recorded as the baseline.  Medians over the rounds:
+memory, read from /proc/<backend pid>/status (a local server only; the
+backend is fresh, so its peaks are this query's; parallel workers are other
+processes and are not counted): VmHWM, the peak resident set after the
+fetch, which also counts every shared_buffers page the backend touched; and
+the peak of RssAnon, the backend's private memory (hash tables, sorts, eddy
+state), sampled every 5 ms while the query runs.  The values of the fresh
+backend before the query are recorded as its baseline.  Medians over the rounds:
 ratio = median(on) / median(off), A/A = median(aa) / median(off).  Every
 run's result must equal the first eddy-off run's (as a multiset of rows; as
 a sequence where the query's ORDER BY is total, and ORDER BY keys in the
@@ -57,6 +60,7 @@ import shlex
 import statistics
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -94,9 +98,11 @@ class Run:
     round: int
     seconds: float | None
     rows: int | None
-    vmhwm_kb: int | None           # peak resident set after the query
+    vmhwm_kb: int | None           # peak resident set after the query (VmHWM)
     baseline_kb: int | None        # VmHWM of the fresh backend before it
     rss_shmem_kb: int | None       # shared memory resident after the query
+    anon_peak_kb: int | None       # peak private memory (RssAnon, sampled)
+    anon_baseline_kb: int | None   # RssAnon of the fresh backend before the query
     error: str | None = None
 
 
@@ -223,6 +229,34 @@ def proc_status(pid: int) -> dict[str, int] | None:
     return out
 
 
+class AnonSampler(threading.Thread):
+    """Samples a backend's RssAnon every ``interval`` seconds while a query
+    runs: VmHWM counts every page of shared_buffers the backend touched, so
+    the private memory a query's hash tables and eddy state take is read
+    from RssAnon, whose peak the kernel does not keep."""
+
+    def __init__(self, pid: int, interval: float = 0.005) -> None:
+        super().__init__(daemon=True)
+        self.pid, self.interval = pid, interval
+        self.peak: int | None = None
+        self._stop_event = threading.Event()
+
+    def sample(self) -> None:
+        status = proc_status(self.pid)
+        if status is not None and "RssAnon" in status:
+            self.peak = max(self.peak or 0, status["RssAnon"])
+
+    def run(self) -> None:
+        while not self._stop_event.wait(self.interval):
+            self.sample()
+
+    def finish(self) -> int | None:
+        self._stop_event.set()
+        self.join()
+        self.sample()
+        return self.peak
+
+
 def session(dsn: str, config: str, mode: str, preload: bool) -> psycopg.Connection:
     conn = connect(dsn)
     if not preload:
@@ -261,22 +295,28 @@ def timed_run(dsn: str, config: str, q: TpchQuery, mode: str, rnd: int, preload:
             conn.execute("SELECT set_config('statement_timeout', %s, false)",
                          (f"{int(timeout_s * 1000)}",))
         pid = conn.info.backend_pid
-        before = proc_status(pid)
+        before = proc_status(pid) or {}
+        sampler = AnonSampler(pid) if before else None
+        if sampler is not None:
+            sampler.start()
         try:
             t0 = time.perf_counter()
             rows = conn.execute(q.sql).fetchall()
             seconds = time.perf_counter() - t0
         except psycopg.Error as e:
+            if sampler is not None:
+                sampler.finish()
             msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
             if conn.broken:
                 msg = f"connection lost (backend crash?): {msg}"
-            return Run(config, q.name, mode, rnd, None, None, None,
-                       before and before.get("VmHWM"), None,
+            return Run(config, q.name, mode, rnd, None, None, None, before.get("VmHWM"),
+                       None, None, before.get("RssAnon"),
                        f"{getattr(e, 'sqlstate', None) or ''} {msg}".strip()), None
-        after = proc_status(pid)
-        return Run(config, q.name, mode, rnd, seconds, len(rows),
-                   after and after.get("VmHWM"), before and before.get("VmHWM"),
-                   after and after.get("RssShmem")), rows
+        anon_peak = sampler.finish() if sampler is not None else None
+        after = proc_status(pid) or {}
+        return Run(config, q.name, mode, rnd, seconds, len(rows), after.get("VmHWM"),
+                   before.get("VmHWM"), after.get("RssShmem"), anon_peak,
+                   before.get("RssAnon")), rows
     finally:
         conn.close()
 
@@ -355,6 +395,8 @@ def summarize(result: Result, args: argparse.Namespace) -> None:
             med = {m: _median([r.seconds for r in by.get((config, name, m), [])]) for m in MODES}
             hwm = {m: _median([r.vmhwm_kb for r in by.get((config, name, m), [])])
                    for m in MODES}
+            anon = {m: _median([r.anon_peak_kb for r in by.get((config, name, m), [])])
+                    for m in MODES}
             errors = sorted({f"{r.mode}: {r.error}" for m in MODES
                              for r in by.get((config, name, m), []) if r.error})
             ratio = med["on"] / med["off"] if med["on"] and med["off"] else None
@@ -375,6 +417,10 @@ def summarize(result: Result, args: argparse.Namespace) -> None:
                 "peak_ratio": (hwm["on"] / hwm["off"]) if hwm["on"] and hwm["off"] else None,
                 "baseline_kb": _median([r.baseline_kb for m in MODES
                                         for r in by.get((config, name, m), [])]),
+                "anon_on_kb": anon["on"], "anon_off_kb": anon["off"],
+                "anon_ratio": (anon["on"] / anon["off"]) if anon["on"] and anon["off"] else None,
+                "anon_baseline_kb": _median([r.anon_baseline_kb for m in MODES
+                                             for r in by.get((config, name, m), [])]),
                 "rows": _median([r.rows for r in by.get((config, name, "off"), [])]),
                 "reasons": " | ".join(p.reasons) if not p.eddy_nodes else "",
                 "errors": " | ".join(errors),
@@ -388,7 +434,7 @@ def summarize(result: Result, args: argparse.Namespace) -> None:
         worst = max(complete, key=lambda r: r["ratio"], default=None)
         aa_dev = max(complete, key=lambda r: max(r["aa_ratio"], 1 / r["aa_ratio"]),
                      default=None)
-        peaks = sorted((r for r in cr if r["peak_on_kb"]), key=lambda r: -r["peak_on_kb"])
+        peaks = sorted((r for r in cr if r["anon_on_kb"]), key=lambda r: -r["anon_on_kb"])
         totals.append({
             "config": config, "queries": len(cr),
             "eddy_plans": sum(r["eddy"] for r in cr),
@@ -407,9 +453,13 @@ def summarize(result: Result, args: argparse.Namespace) -> None:
             "aa_min": min((r["aa_ratio"] for r in complete), default=None),
             "aa_max": max((r["aa_ratio"] for r in complete), default=None),
             "aa_worst_query": aa_dev and aa_dev["query"],
-            "peak_top": [{"query": r["query"], "on_kb": r["peak_on_kb"],
-                          "off_kb": r["peak_off_kb"]} for r in peaks[:3]],
+            # the three queries with the most private memory under the eddy
+            "peak_top": [{"query": r["query"], "on_kb": r["anon_on_kb"],
+                          "off_kb": r["anon_off_kb"], "vmhwm_on_kb": r["peak_on_kb"],
+                          "vmhwm_off_kb": r["peak_off_kb"]} for r in peaks[:3]],
+            "anon_over_off": sum(1 for r in cr if r["anon_ratio"] and r["anon_ratio"] > 1.10),
             "baseline_kb": _median([r["baseline_kb"] for r in cr]),
+            "anon_baseline_kb": _median([r["anon_baseline_kb"] for r in cr]),
             "errors": sum(bool(r["errors"]) for r in cr),
         })
     result.totals = totals
@@ -439,20 +489,22 @@ def summary_table(result: Result) -> str:
             f"{_f(t['on_ms'] / 1e3)} s on / {_f(t['off_ms'] / 1e3)} s off = "
             f"{_f(t['total_ratio'])}x (eddy plans only {_f(t['eddy_total_ratio'])}x); worst "
             f"{t['worst_query']} {_f(t['worst_ratio'])}x, {t['over_1_10']} over 1.10x; A/A "
-            f"{_f(t['aa_min'])}-{_f(t['aa_max'])} (total {_f(t['total_aa_ratio'])}); peak "
-            + ", ".join(f"{p['query']} {_mb(p['on_kb'])}/{_mb(p['off_kb'])} MB"
-                        for p in t["peak_top"])
-            + f" (on/off; fresh backend {_mb(t['baseline_kb'])} MB)")
+            f"{_f(t['aa_min'])}-{_f(t['aa_max'])} (total {_f(t['total_aa_ratio'])}); private "
+            "memory peak " + ", ".join(f"{p['query']} {_mb(p['on_kb'])}/{_mb(p['off_kb'])} MB"
+                                       for p in t["peak_top"])
+            + f" (on/off; fresh backend {_mb(t['anon_baseline_kb'])} MB private, VmHWM "
+            f"{_mb(t['baseline_kb'])} MB)")
     lines.append("")
     lines.append(f"{'config':<14} {'query':<5} {'eddy':<4} {'off ms':>9} {'on ms':>9} "
-                 f"{'on/off':>6} {'A/A':>5} {'MB on':>6} {'MB off':>6}  reason / error")
+                 f"{'on/off':>6} {'A/A':>5} {'MB on':>6} {'MB off':>6} {'HWM on':>6} {'HWM off':>7}"
+                 "  reason / error")
     for r in result.summary:
         note = r["errors"] or r["reasons"]
         lines.append(
             f"{r['config']:<14} {r['query']:<5} {'yes' if r['eddy'] else 'no':<4} "
             f"{_f(r['off_ms'], '.1f'):>9} {_f(r['on_ms'], '.1f'):>9} {_f(r['ratio']):>6} "
-            f"{_f(r['aa_ratio']):>5} {_mb(r['peak_on_kb']):>6} {_mb(r['peak_off_kb']):>6}  "
-            f"{note[:110]}")
+            f"{_f(r['aa_ratio']):>5} {_mb(r['anon_on_kb']):>6} {_mb(r['anon_off_kb']):>6} "
+            f"{_mb(r['peak_on_kb']):>6} {_mb(r['peak_off_kb']):>7}  {note[:100]}")
     return "\n".join(lines)
 
 
@@ -491,7 +543,7 @@ def environment(conn: psycopg.Connection) -> dict:
         "server_version", "debug_assertions", "shared_preload_libraries", "shared_buffers",
         "effective_cache_size", "max_worker_processes", "max_parallel_workers",
         "random_page_cost", "huge_pages")}
-    eddy = dict(conn.execute(
+    eddy: dict[str, str] = dict(conn.execute(
         "SELECT name, setting FROM pg_settings WHERE name LIKE 'eddy.%' ORDER BY name"
     ).fetchall())
     return {
@@ -547,11 +599,15 @@ def report(result: Result) -> str:
         "Command: `" + s["command"] + "`",
         "",
         "Method: see `python -m eddytools.tpch_bench --help` and ../README.md. "
-        "Ratios are eddy on / off (medians); A/A is off against itself; peak "
-        "memory is the backend's VmHWM (MB), its parallel workers not included.",
+        "Ratios are eddy on / off (medians); A/A is off against itself. Memory in MB: "
+        "*private* is the backend's peak RssAnon (sampled every 5 ms), *HWM* its VmHWM "
+        "(peak resident set, which counts the shared_buffers pages it touched); a fresh "
+        f"backend has {_mb(_median([t['anon_baseline_kb'] for t in result.totals]))} MB "
+        f"private and a VmHWM of {_mb(_median([t['baseline_kb'] for t in result.totals]))} "
+        "MB; parallel workers are not counted.",
         "",
         "| config | Eddy plans | total on/off | eddy plans only | worst query | "
-        "> 1.10x | A/A range | A/A total | peak on/off MB (top 3) |",
+        "> 1.10x | A/A range | A/A total | private MB on/off (top 3) |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for t in result.totals:
@@ -562,15 +618,16 @@ def report(result: Result) -> str:
             f"{_f(t['total_aa_ratio'])} | "
             + ", ".join(f"{p['query']} {_mb(p['on_kb'])}/{_mb(p['off_kb'])}"
                         for p in t["peak_top"]) + " |")
-    lines += ["", "| config | query | Eddy | off ms | on ms | on/off | A/A | MB on | MB off "
-              "| why no eddy / errors |", "|---|---|---|---|---|---|---|---|---|---|"]
+    lines += ["", "| config | query | Eddy | off ms | on ms | on/off | A/A | private on "
+              "| private off | HWM on | HWM off | why no eddy / errors |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in result.summary:
         note = (r["errors"] or r["reasons"]).replace("|", "/")
         lines.append(
             f"| {r['config']} | {r['query']} | {'yes' if r['eddy'] else 'no'} | "
             f"{_f(r['off_ms'], '.1f')} | {_f(r['on_ms'], '.1f')} | {_f(r['ratio'])} | "
-            f"{_f(r['aa_ratio'])} | {_mb(r['peak_on_kb'])} | {_mb(r['peak_off_kb'])} | "
-            f"{note} |")
+            f"{_f(r['aa_ratio'])} | {_mb(r['anon_on_kb'])} | {_mb(r['anon_off_kb'])} | "
+            f"{_mb(r['peak_on_kb'])} | {_mb(r['peak_off_kb'])} | {note} |")
     if result.errors:
         lines += ["", "Errors:", ""] + [f"- {e}" for e in result.errors]
     return "\n".join(lines) + "\n"
