@@ -641,11 +641,13 @@ def plot(result: Result, out: Path) -> Path:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
 
     configs = list(dict.fromkeys(r["config"] for r in result.summary))
     queries = list(dict.fromkeys(r["query"] for r in result.summary))
     cell = {(r["config"], r["query"]): r for r in result.summary}
-    fig, ax = plt.subplots(figsize=(max(6.0, 0.62 * len(queries) * len(configs) / 1.5 + 2), 4.6))
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.5 * len(queries) + 2.5), 4.6))
     width = 0.8 / len(configs)
     cmap = plt.get_cmap("tab10")
     top = 1.5
@@ -660,11 +662,15 @@ def plot(result: Result, out: Path) -> Path:
             ax.bar(x, r["ratio"], width, yerr=[[lo], [hi]], capsize=1.5,
                    color=cmap(k % 10), edgecolor="black", linewidth=0.4,
                    hatch=None if r["eddy"] else "///", alpha=1.0 if r["eddy"] else 0.45,
-                   error_kw={"elinewidth": 0.6}, label=config if i == 0 else None)
+                   error_kw={"elinewidth": 0.6})
             if r["aa_ratio"] is not None:
-                ax.plot([x], [r["aa_ratio"]], "k.", markersize=3,
-                        label="A/A (off / off)" if (k, i) == (0, 0) else None)
+                ax.plot([x], [r["aa_ratio"]], "k.", markersize=3)
             top = max(top, (r["ratio_max"] or r["ratio"]) * 1.1)
+    handles = [Patch(facecolor=cmap(k % 10), edgecolor="black", linewidth=0.4, label=c)
+               for k, c in enumerate(configs)]
+    handles += [Patch(facecolor="lightgrey", edgecolor="black", linewidth=0.4, hatch="///",
+                      label="no Eddy in the plan"),
+                Line2D([], [], color="black", marker=".", linestyle="", label="A/A (off / off)")]
     ax.axhline(1.0, color="grey", linewidth=0.8, linestyle="--")
     ax.axhline(1.1, color="red", linewidth=0.6, linestyle=":")
     ax.set_xticks(range(len(queries)))
@@ -672,9 +678,9 @@ def plot(result: Result, out: Path) -> Path:
     ax.set_ylabel("time eddy on / eddy off (median)")
     ax.set_ylim(0, min(top, 6.0))
     ax.set_title(f"TPC-H SF {result.settings['scale']:g}: eddy on against PostgreSQL "
-                 f"({result.settings['rounds']} round(s); hatched: no Eddy in the plan)",
+                 f"({result.settings['rounds']} round(s); whiskers: min-max over rounds)",
                  fontsize=9)
-    ax.legend(fontsize=7, ncol=len(configs) + 1, loc="upper left", frameon=False)
+    ax.legend(handles=handles, fontsize=7, ncol=len(handles), loc="upper left", frameon=False)
     fig.tight_layout()
     path = out / "ratio.png"
     fig.savefig(path, dpi=110)
