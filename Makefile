@@ -215,9 +215,9 @@ experiments: sysdeps venv
 
 # TPC-H eddy on against off (issue 13), set up as the experiments are
 # (non-assert build, own server unless DSN=..., results untracked unless
-# PUBLISH=1 or TPCH_PUBLISH=1).  SF 1 with 3 rounds takes about an hour on
-# the shared 2-core machine (loading SF 1 the first time a few minutes more);
-# TPCH_ARGS="--quick" (SF 0.1, 1 round) a few minutes.
+# PUBLISH=1 or TPCH_PUBLISH=1).  SF 1 with 3 rounds took 17 minutes on the
+# shared 2-core machine (loading SF 1 the first time a minute more);
+# TPCH_ARGS="--quick" (SF 0.1, 1 round) about a minute.
 TPCH_PUBLISH ?= $(PUBLISH)
 TPCH_OUT ?= $(if $(filter 1 yes true,$(TPCH_PUBLISH)),docs/tpch,tpch-results)
 TPCH_ARGS ?=
