@@ -641,6 +641,7 @@ def plot(result: Result, out: Path) -> Path:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.artist import Artist
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
@@ -666,8 +667,9 @@ def plot(result: Result, out: Path) -> Path:
             if r["aa_ratio"] is not None:
                 ax.plot([x], [r["aa_ratio"]], "k.", markersize=3)
             top = max(top, (r["ratio_max"] or r["ratio"]) * 1.1)
-    handles = [Patch(facecolor=cmap(k % 10), edgecolor="black", linewidth=0.4, label=c)
-               for k, c in enumerate(configs)]
+    handles: list[Artist] = [
+        Patch(facecolor=cmap(k % 10), edgecolor="black", linewidth=0.4, label=c)
+        for k, c in enumerate(configs)]
     handles += [Patch(facecolor="lightgrey", edgecolor="black", linewidth=0.4, hatch="///",
                       label="no Eddy in the plan"),
                 Line2D([], [], color="black", marker=".", linestyle="", label="A/A (off / off)")]
