@@ -46,6 +46,18 @@
 #                    PUBLISH=1, in docs/experiments/ (EXPERIMENTS_ARGS="--quick"
 #                    for a smoke run; see .venv/bin/python -m
 #                    eddytools.experiments --help)
+#   make tpch-bench  TPC-H's 22 queries with the eddy on and off (issue 13),
+#                    under PostgreSQL's defaults and with work_mem 64MB, serial
+#                    and parallel: plans with an Eddy and the planner's reasons
+#                    where not, times (interleaved rounds, medians, an A/A
+#                    spread), peak backend memory, results checked on against
+#                    off.  Set up like make experiments: a non-assert build, a
+#                    server of its own in TPCH_SERVER (kept between runs: the
+#                    loaded TPC-H database stays) unless DSN=... names one;
+#                    results in tpch-results/sf<scale>/ (untracked;
+#                    TPCH_OUT=dir elsewhere), or, with PUBLISH=1, in
+#                    docs/tpch/sf<scale>/ (TPCH_ARGS="--quick" for SF 0.1 and 1
+#                    round; see .venv/bin/python -m eddytools.tpch_bench --help)
 #   make load        concurrent load: LOAD_CLIENTS (8) pgbench sessions, half
 #                    with prepared statements, half with the simple protocol,
 #                    running checked eddy queries for LOAD_SECONDS (600) on an
@@ -76,7 +88,7 @@ VENV ?= .venv
 PYTHON ?= /usr/bin/python3
 export PG_BINDIR PG_CONFIG
 
-.PHONY: all build install test pgregress sqlsmith bench experiments load valgrind fuzz sysdeps venv clean
+.PHONY: all build install test pgregress sqlsmith bench experiments tpch-bench load valgrind fuzz sysdeps venv clean
 
 all: build
 
@@ -199,6 +211,30 @@ experiments: sysdeps venv
 	    --dsn "host=$(EXPERIMENTS_SERVER) port=$(EXPERIMENTS_PORT) user=postgres dbname=postgres" \
 	    --out $(EXPERIMENTS_OUT) $(EXPERIMENTS_ARGS); \
 	  status=$$?; tests/pgserver.sh stop $(EXPERIMENTS_SERVER); trap - EXIT INT TERM; exit $$status; \
+	fi
+
+# TPC-H eddy on against off (issue 13), set up as the experiments are
+# (non-assert build, own server unless DSN=..., results untracked unless
+# PUBLISH=1 or TPCH_PUBLISH=1).  SF 1 with 3 rounds took 17 minutes on the
+# shared 2-core machine (loading SF 1 the first time a minute more);
+# TPCH_ARGS="--quick" (SF 0.1, 1 round) about a minute.
+TPCH_PUBLISH ?= $(PUBLISH)
+TPCH_OUT ?= $(if $(filter 1 yes true,$(TPCH_PUBLISH)),docs/tpch,tpch-results)
+TPCH_ARGS ?=
+TPCH_PORT ?= 25438
+TPCH_SERVER ?= /tmp/eddy-tpch-server
+tpch-bench: sysdeps venv
+	$(MAKE) -C extension clean PG_CONFIG=$(PG_CONFIG)
+	$(MAKE) -C extension install PG_CONFIG=$(PG_CONFIG)
+	@if [ -n "$(DSN)" ] || [ -n "$$PGHOST$$PGDATABASE" ]; then \
+	  $(VENV)/bin/python -m eddytools.tpch_bench --dsn "$(DSN)" --out $(TPCH_OUT) $(TPCH_ARGS); \
+	else \
+	  trap 'tests/pgserver.sh stop $(TPCH_SERVER)' EXIT INT TERM; \
+	  tests/pgserver.sh start $(TPCH_SERVER) $(TPCH_PORT) || exit 1; \
+	  $(VENV)/bin/python -m eddytools.tpch_bench \
+	    --dsn "host=$(TPCH_SERVER) port=$(TPCH_PORT) user=postgres dbname=postgres" \
+	    --out $(TPCH_OUT) $(TPCH_ARGS); \
+	  status=$$?; tests/pgserver.sh stop $(TPCH_SERVER); trap - EXIT INT TERM; exit $$status; \
 	fi
 
 # Concurrent load on a throwaway server (assert-enabled build, as make test):

@@ -1,0 +1,782 @@
+"""TPC-H with the eddy on and off: the 22 queries at a scale factor, under
+PostgreSQL's default settings and with a larger work_mem, serial and
+parallel (the measuring instrument of issue 13).
+
+    python -m eddytools.tpch_bench --dsn "host=... dbname=postgres"            # SF 1
+    python -m eddytools.tpch_bench --dsn "host=... dbname=postgres" --quick    # SF 0.1
+
+Data: eddytools.tpch (tpchgen-cli, the specification's schema, primary keys,
+foreign keys with an index on each, VACUUM ANALYZE), loaded once into a
+database of its own on the server of --dsn (tpch_sf<scale>, e.g. tpch_sf1),
+which is kept: the next run at the same scale reuses it (--reload drops it).
+
+Configurations (session settings on top of jit = off; everything else is the
+server's, eddy.* at their defaults):
+
+  default        work_mem = 4MB, max_parallel_workers_per_gather = 2
+                 (PostgreSQL's defaults)
+  wm64-serial    work_mem = 64MB, max_parallel_workers_per_gather = 0
+  wm64-parallel  work_mem = 64MB, max_parallel_workers_per_gather = 2
+
+Method: per configuration and query, the plan is read once with EXPLAIN
+under eddy.enabled = on (an Eddy node in it or not; the planner's reasons
+for declining, logged at DEBUG1, caught as notices with client_min_messages
+= debug1) and off.  Then in every round each query runs three times, each
+run in a fresh connection: eddy on, eddy off, and eddy off again (the A/A
+twin, which measures the noise of the measurement itself), in the order on,
+off, aa in even rounds and aa, off, on in odd rounds.  A run's time is the
+wall-clock time of execute + fetch of all rows, measured by the client.  Its
+memory, read from /proc/<backend pid>/status (a local server only; the
+backend is fresh, so its peaks are this query's; parallel workers are other
+processes and are not counted): VmHWM, the peak resident set after the
+fetch, which also counts every shared_buffers page the backend touched; and
+the peak of RssAnon, the backend's private memory (hash tables, sorts, eddy
+state), sampled every 5 ms while the query runs.  The values of the fresh
+backend before the query are recorded as its baseline.  Medians over the rounds:
+ratio = median(on) / median(off), A/A = median(aa) / median(off).  Every
+run's result must equal the first eddy-off run's (as a multiset of rows; as
+a sequence where the query's ORDER BY is total, and ORDER BY keys in the
+same sequence otherwise, eddytools.tpch.QUERIES): a difference, or an error
+in one run that the other did not have, is reported on stderr and in
+results.json and makes the exit status 3.
+
+Output in --out/sf<scale>/: measurements.csv (every run), summary.csv (per
+configuration and query), results.json (settings, environment and machine,
+plans with the planner's reasons, runs, summary, totals, errors), README.md
+(the totals and the per-query table) and ratio.png (eddy on / off per query,
+one bar per configuration, hatched where the plan has no Eddy, A/A as dots).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import datetime as dt
+import json
+import os
+import platform
+import re
+import shlex
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from psycopg import sql
+
+from eddytools import tpch
+from eddytools.bench import csv_list
+from eddytools.db import connect, multiset, sql_value
+from eddytools.tpch import QUERIES, TpchQuery
+
+CONFIGS: dict[str, dict[str, str]] = {
+    "default": {"work_mem": "4MB", "max_parallel_workers_per_gather": "2"},
+    "wm64-serial": {"work_mem": "64MB", "max_parallel_workers_per_gather": "0"},
+    "wm64-parallel": {"work_mem": "64MB", "max_parallel_workers_per_gather": "2"},
+}
+COMMON = {"jit": "off"}
+MODES = ("on", "off", "aa")          # aa: eddy off again, the A/A twin of off
+EDDY_ENABLED = {"on": "on", "off": "off", "aa": "off"}
+QUICK_SCALE = 0.1
+MARKER = "tpch_bench_loaded"         # table written once the load has finished
+
+
+class Mismatch(Exception):
+    """Two runs of a query returned different results."""
+
+
+@dataclass
+class Run:
+    config: str
+    query: str
+    mode: str
+    round: int
+    seconds: float | None
+    rows: int | None
+    vmhwm_kb: int | None           # peak resident set after the query (VmHWM)
+    baseline_kb: int | None        # VmHWM of the fresh backend before it
+    rss_shmem_kb: int | None       # shared memory resident after the query
+    anon_peak_kb: int | None       # peak private memory (RssAnon, sampled)
+    anon_baseline_kb: int | None   # RssAnon of the fresh backend before the query
+    error: str | None = None
+
+
+@dataclass
+class Plan:
+    config: str
+    query: str
+    eddy_nodes: int                # Eddy nodes in the plan with the eddy on
+    parallel_on: bool              # a Gather in the plan, eddy on / off
+    parallel_off: bool
+    reasons: list[str]             # the planner's DEBUG1 messages about eddies
+    text_on: str
+    text_off: str
+
+
+@dataclass
+class Result:
+    settings: dict
+    environment: dict = field(default_factory=dict)
+    load: dict = field(default_factory=dict)
+    plans: list[Plan] = field(default_factory=list)
+    runs: list[Run] = field(default_factory=list)
+    summary: list[dict] = field(default_factory=list)
+    totals: list[dict] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+
+# --------------------------------------------------------------------------- data
+
+def dbname_for(scale: float) -> str:
+    return "tpch_sf" + f"{scale:g}".replace(".", "_")
+
+
+def with_dbname(dsn: str, dbname: str) -> str:
+    params = psycopg.conninfo.conninfo_to_dict(dsn)
+    params["dbname"] = dbname
+    return psycopg.conninfo.make_conninfo(**params)   # type: ignore[arg-type]
+
+
+def ensure_loaded(dsn: str, dbname: str, scale: float, reload: bool, quiet: bool) -> dict:
+    """The TPC-H database at ``scale``: reused when a finished load of the same
+    scale is there, else (re)created and loaded.  Returns the load's record."""
+    with connect(dsn) as maint:
+        exists = sql_value(maint, "SELECT count(*) FROM pg_database WHERE datname = %s",
+                           (dbname,)) > 0
+    bench_dsn = with_dbname(dsn, dbname)
+    if exists and not reload:
+        with connect(bench_dsn) as conn:
+            if sql_value(conn, "SELECT to_regclass(%s) IS NOT NULL", (MARKER,)):
+                row = conn.execute(f"SELECT scale, loaded, counts, seconds FROM {MARKER}"
+                                   ).fetchone()
+                if row is not None and float(row[0]) == scale:
+                    return {"scale": float(row[0]), "loaded": row[1].isoformat(),
+                            "counts": row[2], "load_seconds": float(row[3]), "reused": True}
+    with connect(dsn) as maint:
+        maint.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
+            sql.Identifier(dbname)))
+        maint.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(dbname)))
+    if not quiet:
+        print(f"tpch_bench: loading TPC-H SF {scale:g} into {dbname} ...", file=sys.stderr)
+    t0 = time.monotonic()
+    with connect(bench_dsn) as conn:
+        conn.execute("CREATE EXTENSION IF NOT EXISTS eddy")
+        counts = tpch.load(conn, scale)
+        seconds = time.monotonic() - t0
+        conn.execute(f"CREATE TABLE {MARKER} (scale float8, loaded timestamptz, "
+                     "counts jsonb, seconds float8)")
+        conn.execute(f"INSERT INTO {MARKER} VALUES (%s, now(), %s, %s)",
+                     (scale, json.dumps(counts), seconds))
+    if not quiet:
+        print(f"tpch_bench: loaded in {seconds:.0f} s: {counts}", file=sys.stderr)
+    return {"scale": scale, "loaded": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+            "counts": counts, "load_seconds": round(seconds, 1), "reused": False}
+
+
+# --------------------------------------------------------------------------- results
+
+def canon(rows: list[tuple]) -> list[tuple]:
+    """Rows comparable as a sequence, numeric scale included (1.50 is not 1.5)."""
+    return [tuple(repr(v) for v in row) for row in rows]
+
+
+def compare(q: TpchQuery, got: list[tuple], want: list[tuple]) -> str | None:
+    """None when ``got`` is the same result as ``want`` for query ``q``: the
+    same multiset of rows, and the same sequence of rows where the ORDER BY
+    is total, of ORDER BY keys otherwise; else what differs."""
+    if len(got) != len(want):
+        return f"{len(got)} rows against {len(want)}"
+    if q.total_order:
+        if canon(got) != canon(want):
+            first = next(i for i, (a, b) in enumerate(zip(canon(got), canon(want), strict=True))
+                         if a != b)
+            return f"row {first} differs: {got[first]} against {want[first]}"
+        return None
+    keys = [tuple(repr(r[i]) for i in q.order_keys) for r in got]
+    if keys != [tuple(repr(r[i]) for i in q.order_keys) for r in want]:
+        return "ORDER BY keys in another sequence"
+    if multiset(got) != multiset(want):
+        extra = multiset(got) - multiset(want)
+        return f"rows differ ({sum(extra.values())} not in the reference)"
+    return None
+
+
+# --------------------------------------------------------------------------- measuring
+
+PROC_FIELDS = ("VmHWM", "VmRSS", "RssAnon", "RssFile", "RssShmem")
+
+
+def proc_status(pid: int) -> dict[str, int] | None:
+    """The memory fields (kB) of a local backend's /proc/<pid>/status, or None
+    when the server is not on this machine (or the pid is not a backend)."""
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        if not cmdline.startswith(b"postgres"):
+            return None
+        text = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return None
+    out = {}
+    for line in text.splitlines():
+        name, _, value = line.partition(":")
+        if name in PROC_FIELDS:
+            out[name] = int(value.split()[0])
+    return out
+
+
+class AnonSampler(threading.Thread):
+    """Samples a backend's RssAnon every ``interval`` seconds while a query
+    runs: VmHWM counts every page of shared_buffers the backend touched, so
+    the private memory a query's hash tables and eddy state take is read
+    from RssAnon, whose peak the kernel does not keep."""
+
+    def __init__(self, pid: int, interval: float = 0.005) -> None:
+        super().__init__(daemon=True)
+        self.pid, self.interval = pid, interval
+        self.peak: int | None = None
+        self._stop_event = threading.Event()
+
+    def sample(self) -> None:
+        status = proc_status(self.pid)
+        if status is not None and "RssAnon" in status:
+            self.peak = max(self.peak or 0, status["RssAnon"])
+
+    def run(self) -> None:
+        while not self._stop_event.wait(self.interval):
+            self.sample()
+
+    def finish(self) -> int | None:
+        self._stop_event.set()
+        self.join()
+        self.sample()
+        return self.peak
+
+
+def session(dsn: str, config: str, mode: str, preload: bool) -> psycopg.Connection:
+    conn = connect(dsn)
+    if not preload:
+        conn.execute("LOAD 'eddy'")
+    gucs = {**COMMON, **CONFIGS[config], "eddy.enabled": EDDY_ENABLED[mode]}
+    for name, value in gucs.items():
+        conn.execute("SELECT set_config(%s, %s, false)", (name, value))
+    return conn
+
+
+def explain(dsn: str, config: str, q: TpchQuery, preload: bool) -> Plan:
+    """The plans with the eddy on and off, and the planner's messages about eddies."""
+    texts = {}
+    reasons: list[str] = []
+    for mode in ("on", "off"):
+        with session(dsn, config, mode, preload) as conn:
+            def handler(diag: psycopg.errors.Diagnostic) -> None:
+                msg = diag.message_primary or ""
+                if msg.startswith("eddy") and msg not in reasons:
+                    reasons.append(msg)
+            if mode == "on":
+                conn.add_notice_handler(handler)
+                conn.execute("SET client_min_messages = debug1")
+            texts[mode] = "\n".join(r[0] for r in conn.execute(f"EXPLAIN {q.sql}"))
+    return Plan(config, q.name, len(re.findall(r"\(Eddy\)", texts["on"])),
+                "Gather" in texts["on"], "Gather" in texts["off"], reasons,
+                texts["on"], texts["off"])
+
+
+def timed_run(dsn: str, config: str, q: TpchQuery, mode: str, rnd: int, preload: bool,
+              timeout_s: float) -> tuple[Run, list[tuple] | None]:
+    """One run of ``q`` in a fresh connection: time, rows and the backend's memory."""
+    conn = session(dsn, config, mode, preload)
+    try:
+        if timeout_s > 0:
+            conn.execute("SELECT set_config('statement_timeout', %s, false)",
+                         (f"{int(timeout_s * 1000)}",))
+        pid = conn.info.backend_pid
+        before = proc_status(pid) or {}
+        sampler = AnonSampler(pid) if before else None
+        if sampler is not None:
+            sampler.start()
+        try:
+            t0 = time.perf_counter()
+            rows = conn.execute(q.sql).fetchall()
+            seconds = time.perf_counter() - t0
+        except psycopg.Error as e:
+            if sampler is not None:
+                sampler.finish()
+            msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            if conn.broken:
+                msg = f"connection lost (backend crash?): {msg}"
+            return Run(config, q.name, mode, rnd, None, None, None, before.get("VmHWM"),
+                       None, None, before.get("RssAnon"),
+                       f"{getattr(e, 'sqlstate', None) or ''} {msg}".strip()), None
+        anon_peak = sampler.finish() if sampler is not None else None
+        after = proc_status(pid) or {}
+        return Run(config, q.name, mode, rnd, seconds, len(rows), after.get("VmHWM"),
+                   before.get("VmHWM"), after.get("RssShmem"), anon_peak,
+                   before.get("RssAnon")), rows
+    finally:
+        conn.close()
+
+
+def round_order(rnd: int) -> tuple[str, ...]:
+    """on, off, aa in even rounds; aa, off, on in odd ones: eddy on and the A/A
+    twin take the first and the last place in turn, off stays between them."""
+    return MODES if rnd % 2 == 0 else tuple(reversed(MODES))
+
+
+def measure(dsn: str, args: argparse.Namespace, result: Result, preload: bool) -> None:
+    queries = [QUERIES[n] for n in args.queries]
+    for config in args.configs:
+        for q in queries:
+            plan = explain(dsn, config, q, preload)
+            result.plans.append(plan)
+            if not args.no_progress:
+                print(f"tpch_bench: {config} {q.name}: "
+                      f"{'eddy' if plan.eddy_nodes else 'no eddy'}"
+                      + (f" ({'; '.join(plan.reasons)})" if plan.reasons and not plan.eddy_nodes
+                         else ""), file=sys.stderr)
+    reference: dict[tuple[str, str], list[tuple] | str] = {}   # the first off run's result
+    failed: set[tuple[str, str, str]] = set()
+    for rnd in range(args.rounds):
+        for config in args.configs:
+            for q in queries:
+                outcomes: dict[str, list[tuple] | str] = {}
+                line = []
+                for mode in round_order(rnd):
+                    run, rows = timed_run(dsn, config, q, mode, rnd, preload,
+                                          args.statement_timeout)
+                    result.runs.append(run)
+                    outcomes[mode] = rows if rows is not None else f"error: {run.error}"
+                    line.append(f"{mode} " + (f"{run.seconds * 1e3:.0f} ms"
+                                              if run.seconds is not None else "ERROR"))
+                ref = reference.setdefault((config, q.name), outcomes["off"])
+                for mode, outcome in outcomes.items():
+                    what = check(q, outcome, ref)
+                    if what and (config, q.name, mode) not in failed:
+                        failed.add((config, q.name, mode))
+                        msg = (f"RESULT DIFFERS: {q.name} under {config}, eddy "
+                               f"{EDDY_ENABLED[mode]} ({mode}), round {rnd}: {what}")
+                        result.errors.append(msg)
+                        print(f"tpch_bench: {msg}", file=sys.stderr)
+                if not args.no_progress:
+                    print(f"tpch_bench: round {rnd} {config} {q.name}: {', '.join(line)}",
+                          file=sys.stderr)
+
+
+def check(q: TpchQuery, outcome: list[tuple] | str, ref: list[tuple] | str) -> str | None:
+    """What differs between a run's outcome (rows or an error) and the reference's."""
+    if isinstance(outcome, str) or isinstance(ref, str):
+        if isinstance(outcome, str) and isinstance(ref, str):
+            return None   # both failed (the error itself is in the run)
+        return outcome if isinstance(outcome, str) else f"succeeded where the reference {ref}"
+    return compare(q, outcome, ref)
+
+
+# --------------------------------------------------------------------------- summary
+
+def _median(values: list) -> Any:
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else None
+
+
+def summarize(result: Result, args: argparse.Namespace) -> None:
+    plans = {(p.config, p.query): p for p in result.plans}
+    by: dict[tuple[str, str, str], list[Run]] = {}
+    for r in result.runs:
+        by.setdefault((r.config, r.query, r.mode), []).append(r)
+    rows = []
+    for config in args.configs:
+        for n in args.queries:
+            name = QUERIES[n].name
+            p = plans[(config, name)]
+            med = {m: _median([r.seconds for r in by.get((config, name, m), [])]) for m in MODES}
+            hwm = {m: _median([r.vmhwm_kb for r in by.get((config, name, m), [])])
+                   for m in MODES}
+            anon = {m: _median([r.anon_peak_kb for r in by.get((config, name, m), [])])
+                    for m in MODES}
+            errors = sorted({f"{r.mode}: {r.error}" for m in MODES
+                             for r in by.get((config, name, m), []) if r.error})
+            ratio = med["on"] / med["off"] if med["on"] and med["off"] else None
+            aa = med["aa"] / med["off"] if med["aa"] and med["off"] else None
+            ratios = [on.seconds / off.seconds
+                      for on, off in zip(by.get((config, name, "on"), []),
+                                         by.get((config, name, "off"), []), strict=False)
+                      if on.seconds and off.seconds]
+            rows.append({
+                "config": config, "query": name, "eddy": p.eddy_nodes > 0,
+                "eddy_nodes": p.eddy_nodes, "parallel_on": p.parallel_on,
+                "parallel_off": p.parallel_off,
+                "n": len([r for r in by.get((config, name, "on"), []) if r.seconds]),
+                "on_ms": _ms(med["on"]), "off_ms": _ms(med["off"]), "aa_ms": _ms(med["aa"]),
+                "ratio": ratio, "ratio_min": min(ratios) if ratios else None,
+                "ratio_max": max(ratios) if ratios else None, "aa_ratio": aa,
+                "peak_on_kb": hwm["on"], "peak_off_kb": hwm["off"],
+                "peak_ratio": (hwm["on"] / hwm["off"]) if hwm["on"] and hwm["off"] else None,
+                "baseline_kb": _median([r.baseline_kb for m in MODES
+                                        for r in by.get((config, name, m), [])]),
+                "anon_on_kb": anon["on"], "anon_off_kb": anon["off"],
+                "anon_ratio": (anon["on"] / anon["off"]) if anon["on"] and anon["off"] else None,
+                "anon_baseline_kb": _median([r.anon_baseline_kb for m in MODES
+                                             for r in by.get((config, name, m), [])]),
+                "rows": _median([r.rows for r in by.get((config, name, "off"), [])]),
+                "reasons": " | ".join(p.reasons) if not p.eddy_nodes else "",
+                "errors": " | ".join(errors),
+            })
+    result.summary = rows
+    totals = []
+    for config in args.configs:
+        cr = [r for r in rows if r["config"] == config]
+        complete = [r for r in cr if r["on_ms"] and r["off_ms"] and r["aa_ms"]]
+        with_eddy = [r for r in complete if r["eddy"]]
+        worst = max(complete, key=lambda r: r["ratio"], default=None)
+        aa_dev = max(complete, key=lambda r: max(r["aa_ratio"], 1 / r["aa_ratio"]),
+                     default=None)
+        peaks = sorted((r for r in cr if r["anon_on_kb"]), key=lambda r: -r["anon_on_kb"])
+        totals.append({
+            "config": config, "queries": len(cr),
+            "eddy_plans": sum(r["eddy"] for r in cr),
+            "on_ms": sum(r["on_ms"] for r in complete),
+            "off_ms": sum(r["off_ms"] for r in complete),
+            "aa_ms": sum(r["aa_ms"] for r in complete),
+            "total_ratio": _div(sum(r["on_ms"] for r in complete),
+                                sum(r["off_ms"] for r in complete)),
+            "total_aa_ratio": _div(sum(r["aa_ms"] for r in complete),
+                                   sum(r["off_ms"] for r in complete)),
+            "eddy_total_ratio": _div(sum(r["on_ms"] for r in with_eddy),
+                                     sum(r["off_ms"] for r in with_eddy)),
+            "worst_query": worst and worst["query"], "worst_ratio": worst and worst["ratio"],
+            "best_ratio": min((r["ratio"] for r in complete), default=None),
+            "over_1_10": sum(r["ratio"] > 1.10 for r in complete),
+            "aa_min": min((r["aa_ratio"] for r in complete), default=None),
+            "aa_max": max((r["aa_ratio"] for r in complete), default=None),
+            "aa_worst_query": aa_dev and aa_dev["query"],
+            # the three queries with the most private memory under the eddy
+            "peak_top": [{"query": r["query"], "on_kb": r["anon_on_kb"],
+                          "off_kb": r["anon_off_kb"], "vmhwm_on_kb": r["peak_on_kb"],
+                          "vmhwm_off_kb": r["peak_off_kb"]} for r in peaks[:3]],
+            "anon_over_off": sum(1 for r in cr if r["anon_ratio"] and r["anon_ratio"] > 1.10),
+            "baseline_kb": _median([r["baseline_kb"] for r in cr]),
+            "anon_baseline_kb": _median([r["anon_baseline_kb"] for r in cr]),
+            "errors": sum(bool(r["errors"]) for r in cr),
+        })
+    result.totals = totals
+
+
+def _ms(seconds: float | None) -> float | None:
+    return None if seconds is None else seconds * 1e3
+
+
+def _div(a: float, b: float) -> float | None:
+    return a / b if b else None
+
+
+def _f(v: Any, fmt: str = ".2f") -> str:
+    return "-" if v is None else format(v, fmt)
+
+
+def _mb(kb: Any) -> str:
+    return "-" if kb is None else f"{kb / 1024:.0f}"
+
+
+def summary_table(result: Result) -> str:
+    lines = []
+    for t in result.totals:
+        lines.append(
+            f"{t['config']}: eddy in {t['eddy_plans']} of {t['queries']} plans; total "
+            f"{_f(t['on_ms'] / 1e3)} s on / {_f(t['off_ms'] / 1e3)} s off = "
+            f"{_f(t['total_ratio'])}x (eddy plans only {_f(t['eddy_total_ratio'])}x); worst "
+            f"{t['worst_query']} {_f(t['worst_ratio'])}x, {t['over_1_10']} over 1.10x; A/A "
+            f"{_f(t['aa_min'])}-{_f(t['aa_max'])} (total {_f(t['total_aa_ratio'])}); private "
+            "memory peak " + ", ".join(f"{p['query']} {_mb(p['on_kb'])}/{_mb(p['off_kb'])} MB"
+                                       for p in t["peak_top"])
+            + f" (on/off; fresh backend {_mb(t['anon_baseline_kb'])} MB private, VmHWM "
+            f"{_mb(t['baseline_kb'])} MB)")
+    lines.append("")
+    lines.append(f"{'config':<14} {'query':<5} {'eddy':<4} {'off ms':>9} {'on ms':>9} "
+                 f"{'on/off':>6} {'A/A':>5} {'MB on':>6} {'MB off':>6} {'HWM on':>6} {'HWM off':>7}"
+                 "  reason / error")
+    for r in result.summary:
+        note = r["errors"] or r["reasons"]
+        lines.append(
+            f"{r['config']:<14} {r['query']:<5} {'yes' if r['eddy'] else 'no':<4} "
+            f"{_f(r['off_ms'], '.1f'):>9} {_f(r['on_ms'], '.1f'):>9} {_f(r['ratio']):>6} "
+            f"{_f(r['aa_ratio']):>5} {_mb(r['anon_on_kb']):>6} {_mb(r['anon_off_kb']):>6} "
+            f"{_mb(r['peak_on_kb']):>6} {_mb(r['peak_off_kb']):>7}  {note[:100]}")
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- output
+
+def environment(conn: psycopg.Connection) -> dict:
+    def show(name: str) -> str:
+        return str(sql_value(conn, f"SHOW {name}"))
+
+    def cpu_model() -> str | None:
+        try:
+            for line in Path("/proc/cpuinfo").read_text().splitlines():
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+        except OSError:
+            pass
+        return None
+
+    def mem_total_kb() -> int | None:
+        try:
+            for line in Path("/proc/meminfo").read_text().splitlines():
+                if line.startswith("MemTotal:"):
+                    return int(line.split()[1])
+        except OSError:
+            pass
+        return None
+
+    def git_commit() -> str | None:
+        try:
+            return subprocess.run(["git", "rev-parse", "HEAD"], cwd=Path(__file__).parent,
+                                  capture_output=True, text=True, check=True).stdout.strip()
+        except (OSError, subprocess.CalledProcessError):
+            return None
+
+    server = {name: show(name) for name in (
+        "server_version", "debug_assertions", "shared_preload_libraries", "shared_buffers",
+        "effective_cache_size", "max_worker_processes", "max_parallel_workers",
+        "random_page_cost", "huge_pages")}
+    eddy: dict[str, str] = dict(conn.execute(
+        "SELECT name, setting FROM pg_settings WHERE name LIKE 'eddy.%' ORDER BY name"
+    ).fetchall())
+    return {
+        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "host": platform.node(), "machine": platform.machine(),
+        "kernel": platform.release(), "cpu_model": cpu_model(), "cpus": os.cpu_count(),
+        "mem_total_kb": mem_total_kb(), "python": platform.python_version(),
+        "psycopg": psycopg.__version__, "git_commit": git_commit(),
+        "eddy_version": sql_value(
+            conn, "SELECT extversion FROM pg_extension WHERE extname = 'eddy'"),
+        "server": server, "eddy_settings": eddy,
+        "load_average_start": list(os.getloadavg()),
+    }
+
+
+def write_results(result: Result, out: Path) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    fields = list(Run.__dataclass_fields__)
+    with open(out / "measurements.csv", "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(fields)
+        for r in result.runs:
+            w.writerow([("" if getattr(r, k) is None else f"{r.seconds:.6f}")
+                        if k == "seconds" else ("" if getattr(r, k) is None else getattr(r, k))
+                        for k in fields])
+    if result.summary:
+        with open(out / "summary.csv", "w", newline="") as f:
+            dw = csv.DictWriter(f, fieldnames=list(result.summary[0]))
+            dw.writeheader()
+            for row in result.summary:
+                dw.writerow({k: ("" if v is None else f"{v:.4f}" if isinstance(v, float) else v)
+                             for k, v in row.items()})
+    doc = {"settings": result.settings, "environment": result.environment,
+           "load": result.load, "configs": {c: {**COMMON, **CONFIGS[c]}
+                                            for c in result.settings["configs"]},
+           "totals": result.totals, "summary": result.summary,
+           "plans": [asdict(p) for p in result.plans],
+           "runs": [asdict(r) for r in result.runs], "errors": result.errors}
+    (out / "results.json").write_text(json.dumps(doc, indent=1) + "\n")
+    (out / "README.md").write_text(report(result))
+
+
+def report(result: Result) -> str:
+    s, env = result.settings, result.environment
+    lines = [
+        f"# TPC-H SF {s['scale']:g}, eddy on against off",
+        "",
+        f"Measured {env.get('date')} on {env.get('cpus')} CPUs ({env.get('cpu_model')}), "
+        f"PostgreSQL {env.get('server', {}).get('server_version')}, eddy "
+        f"{env.get('eddy_version')} (commit {str(env.get('git_commit'))[:10]}), "
+        f"{s['rounds']} round(s), medians; {result.environment.get('seconds')} s in all.",
+        "",
+        "Command: `" + s["command"] + "`",
+        "",
+        "Method: see `python -m eddytools.tpch_bench --help` and ../README.md. "
+        "Ratios are eddy on / off (medians); A/A is off against itself. Memory in MB: "
+        "*private* is the backend's peak RssAnon (sampled every 5 ms), *HWM* its VmHWM "
+        "(peak resident set, which counts the shared_buffers pages it touched); a fresh "
+        f"backend has {_mb(_median([t['anon_baseline_kb'] for t in result.totals]))} MB "
+        f"private and a VmHWM of {_mb(_median([t['baseline_kb'] for t in result.totals]))} "
+        "MB; parallel workers are not counted.",
+        "",
+        "| config | Eddy plans | total on/off | eddy plans only | worst query | "
+        "> 1.10x | A/A range | A/A total | private MB on/off (top 3) |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for t in result.totals:
+        lines.append(
+            f"| {t['config']} | {t['eddy_plans']} of {t['queries']} | {_f(t['total_ratio'])} | "
+            f"{_f(t['eddy_total_ratio'])} | {t['worst_query']} {_f(t['worst_ratio'])} | "
+            f"{t['over_1_10']} | {_f(t['aa_min'])}-{_f(t['aa_max'])} | "
+            f"{_f(t['total_aa_ratio'])} | "
+            + ", ".join(f"{p['query']} {_mb(p['on_kb'])}/{_mb(p['off_kb'])}"
+                        for p in t["peak_top"]) + " |")
+    lines += ["", "| config | query | Eddy | off ms | on ms | on/off | A/A | private on "
+              "| private off | HWM on | HWM off | why no eddy / errors |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in result.summary:
+        note = (r["errors"] or r["reasons"]).replace("|", "/")
+        lines.append(
+            f"| {r['config']} | {r['query']} | {'yes' if r['eddy'] else 'no'} | "
+            f"{_f(r['off_ms'], '.1f')} | {_f(r['on_ms'], '.1f')} | {_f(r['ratio'])} | "
+            f"{_f(r['aa_ratio'])} | {_mb(r['anon_on_kb'])} | {_mb(r['anon_off_kb'])} | "
+            f"{_mb(r['peak_on_kb'])} | {_mb(r['peak_off_kb'])} | {note} |")
+    if result.errors:
+        lines += ["", "Errors:", ""] + [f"- {e}" for e in result.errors]
+    return "\n".join(lines) + "\n"
+
+
+def plot(result: Result, out: Path) -> Path:
+    """ratio.png: per query, one bar per configuration (eddy on / off, median;
+    whiskers: min-max of the per-round ratios), hatched where the plan has no
+    Eddy; the A/A ratio of the same configuration as a black dot."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.artist import Artist
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    configs = list(dict.fromkeys(r["config"] for r in result.summary))
+    queries = list(dict.fromkeys(r["query"] for r in result.summary))
+    cell = {(r["config"], r["query"]): r for r in result.summary}
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.5 * len(queries) + 2.5), 4.6))
+    width = 0.8 / len(configs)
+    cmap = plt.get_cmap("tab10")
+    top = 1.5
+    for k, config in enumerate(configs):
+        for i, q in enumerate(queries):
+            r = cell.get((config, q))
+            if r is None or r["ratio"] is None:
+                continue
+            x = i - 0.4 + width * (k + 0.5)
+            lo = max(0.0, r["ratio"] - (r["ratio_min"] or r["ratio"]))
+            hi = max(0.0, (r["ratio_max"] or r["ratio"]) - r["ratio"])
+            ax.bar(x, r["ratio"], width, yerr=[[lo], [hi]], capsize=1.5,
+                   color=cmap(k % 10), edgecolor="black", linewidth=0.4,
+                   hatch=None if r["eddy"] else "///", alpha=1.0 if r["eddy"] else 0.45,
+                   error_kw={"elinewidth": 0.6})
+            if r["aa_ratio"] is not None:
+                ax.plot([x], [r["aa_ratio"]], "k.", markersize=3)
+            top = max(top, (r["ratio_max"] or r["ratio"]) * 1.1)
+    handles: list[Artist] = [
+        Patch(facecolor=cmap(k % 10), edgecolor="black", linewidth=0.4, label=c)
+        for k, c in enumerate(configs)]
+    handles += [Patch(facecolor="lightgrey", edgecolor="black", linewidth=0.4, hatch="///",
+                      label="no Eddy in the plan"),
+                Line2D([], [], color="black", marker=".", linestyle="", label="A/A (off / off)")]
+    ax.axhline(1.0, color="grey", linewidth=0.8, linestyle="--")
+    ax.axhline(1.1, color="red", linewidth=0.6, linestyle=":")
+    ax.set_xticks(range(len(queries)))
+    ax.set_xticklabels([q.upper() for q in queries], rotation=45, ha="right", fontsize=8)
+    ax.set_ylabel("time eddy on / eddy off (median)")
+    ax.set_ylim(0, min(top, 6.0))
+    ax.set_title(f"TPC-H SF {result.settings['scale']:g}: eddy on against PostgreSQL "
+                 f"({result.settings['rounds']} round(s); whiskers: min-max over rounds)",
+                 fontsize=9)
+    ax.legend(handles=handles, fontsize=7, ncol=len(handles), loc="upper left", frameon=False)
+    fig.tight_layout()
+    path = out / "ratio.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+# --------------------------------------------------------------------------- CLI
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(
+        prog="python -m eddytools.tpch_bench",
+        description=__doc__.split("\n\n")[0].replace("\n", " "),
+        epilog=__doc__.split("\n\n", 2)[2],
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--dsn", default="",
+                    help="libpq connection string of a database on the server to use (default: "
+                         "the PG* environment); the TPC-H database is created next to it")
+    ap.add_argument("--scale", type=float, default=None,
+                    help="TPC-H scale factor (default: 1; --quick: 0.1)")
+    ap.add_argument("--quick", action="store_true",
+                    help=f"smoke run: scale factor {QUICK_SCALE:g}, 1 round")
+    ap.add_argument("--configs", type=csv_list(tuple(CONFIGS)), default=list(CONFIGS),
+                    help=f"comma-separated, from {', '.join(CONFIGS)} (default: all)")
+    ap.add_argument("--rounds", type=int, default=None,
+                    help="rounds (default: 3; --quick: 1)")
+    ap.add_argument("--queries", type=csv_list(conv=int), default=sorted(QUERIES),
+                    help="comma-separated query numbers 1-22 (default: all)")
+    ap.add_argument("--dbname", default=None,
+                    help="name of the TPC-H database (default: tpch_sf<scale>, e.g. tpch_sf1)")
+    ap.add_argument("--reload", action="store_true",
+                    help="drop and load the TPC-H database even when it is there")
+    ap.add_argument("--statement-timeout", type=float, default=0,
+                    help="seconds after which a run is cancelled, an error (default: none)")
+    ap.add_argument("-o", "--out", type=Path, default=Path("tpch-results"),
+                    help="output folder; the files go into <out>/sf<scale>/ (default: "
+                         "tpch-results, untracked; docs/tpch refreshes the committed results)")
+    ap.add_argument("--no-plots", action="store_true", help="no PNG")
+    ap.add_argument("--no-progress", action="store_true", help="no progress lines")
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    args = build_parser().parse_args(argv)
+    if args.scale is None:
+        args.scale = QUICK_SCALE if args.quick else 1.0
+    if args.rounds is None:
+        args.rounds = 1 if args.quick else 3
+    bad = [n for n in args.queries if n not in QUERIES]
+    if bad or args.rounds < 1 or args.scale <= 0:
+        print(f"tpch_bench: queries must be 1-22 (not {bad}), --rounds >= 1, --scale > 0",
+              file=sys.stderr)
+        return 2
+    dbname = args.dbname or dbname_for(args.scale)
+    out = args.out / f"sf{args.scale:g}"
+    settings = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()
+                if k != "dsn"}
+    settings["dbname"] = dbname
+    settings["command"] = "python -m eddytools.tpch_bench " + shlex.join(
+        a for a in argv if not a.startswith("--dsn") and a != args.dsn)
+    result = Result(settings=settings)
+    t0 = time.monotonic()
+    try:
+        result.load = ensure_loaded(args.dsn, dbname, args.scale, args.reload,
+                                    args.no_progress)
+        bench_dsn = with_dbname(args.dsn, dbname)
+        with connect(bench_dsn) as conn:
+            conn.execute("CREATE EXTENSION IF NOT EXISTS eddy")
+            preload = "eddy" in str(sql_value(conn, "SHOW shared_preload_libraries"))
+            if not preload:
+                conn.execute("LOAD 'eddy'")
+            result.environment = environment(conn)
+        measure(bench_dsn, args, result, preload)
+    except psycopg.Error as e:
+        print(f"tpch_bench: database error: {str(e).strip()}", file=sys.stderr)
+        return 1
+    result.environment["seconds"] = round(time.monotonic() - t0, 1)
+    result.environment["load_average_end"] = list(os.getloadavg())
+    summarize(result, args)
+    write_results(result, out)
+    png = None if args.no_plots else plot(result, out)
+    print(summary_table(result))
+    print(f"results: {out}/measurements.csv, summary.csv, results.json, README.md"
+          + (f", {png.name}" if png else ""))
+    for err in result.errors:
+        print(f"tpch_bench: error: {err}", file=sys.stderr)
+    return 3 if result.errors else 0
+
+
+def cli() -> None:
+    sys.exit(main())
+
+
+if __name__ == "__main__":
+    cli()
+
