@@ -159,6 +159,7 @@ EddyArenaReset(EddyArena *arena)
 	for (i = 0; i < arena->nbigs; i++)
 		pfree(arena->bigs[i]);
 	arena->nbigs = 0;
+	memset(arena->free_lists, 0, sizeof(arena->free_lists));
 }
 
 /* Free everything, keeping the first block when it is the only one. */
@@ -167,6 +168,7 @@ EddyArenaRewind(EddyArena *arena)
 {
 	if (arena->nblocks == 1 && arena->nbigs == 0)
 	{
+		memset(arena->free_lists, 0, sizeof(arena->free_lists));
 		VALGRIND_MAKE_MEM_NOACCESS(arena->blocks[0], EDDY_ARENA_BLOCK);
 		arena->ptr = arena->blocks[0];
 		arena->end = arena->blocks[0] + EDDY_ARENA_BLOCK;

@@ -12,6 +12,9 @@
 
 #include "utils/memdebug.h"
 
+/* Free lists kept per arena (below) */
+#define EDDY_ARENA_FREE_LISTS	8
+
 /*
  * A bump allocator: memory carved from large blocks of a memory context,
  * with no per-chunk header, freed all at once.  Join state is made of
@@ -32,6 +35,14 @@ typedef struct EddyArena
 	int			maxbigs;
 	Size		allocated;		/* bytes in pooled blocks (oversized ones are
 								 * counted by cxt) */
+
+	/*
+	 * Freed objects of the arena's users, by kind, for reuse: STAIR entries
+	 * with k keys chain on free_lists[k] (stair.c), so that an entry one
+	 * STAIR deletes (state migration) is reused by any other.  Emptied with
+	 * the arena.
+	 */
+	void	   *free_lists[EDDY_ARENA_FREE_LISTS];
 } EddyArena;
 
 extern void EddyArenaInit(EddyArena *arena, MemoryContext cxt);

@@ -512,6 +512,7 @@ read_source(EddyState *es)
 		if (TupIsNull(slot))
 		{
 			src->exhausted = true;
+			src->exhausted_rank = ++es->nexhausted;
 			es->exhausted |= 1u << i;
 			if (unlikely(es->holding))
 				EddyScheduleCheckHold(es);
@@ -613,15 +614,45 @@ route_current(EddyState *es)
 	}
 }
 
-/* The point of stasis: nothing in flight references transient memory */
-static void
-at_stasis(EddyState *es)
+/*
+ * State migration (migrate.c) rebuilds the join state by routing the rows
+ * it holds again: route t, one of them (with the done bits of the
+ * selections on its relation alone), as if it had just been read, until
+ * nothing is in flight.  Complete results are dropped: they were returned
+ * when first made.  Nothing is counted here (migrate.c restores the
+ * counters the modules keep), nor timed, nor does routing recompute.
+ */
+void
+EddyReplay(EddyState *es, EddyTuple *t)
 {
-	EddyArenaRewind(&es->transient);
-	if (es->loaded_any)
+	Assert(es->replaying && es->nstack == 0);
+	for (;;)
 	{
-		memset(es->loaded, 0, sizeof(EddyRow *) * es->nsources);
-		es->loaded_any = false;
+		while (t != NULL)
+		{
+			int			target = EddyRoute(&es->router, t->spans, t->done);
+			EddyRouteTarget *tg;
+			EddyModule *m;
+
+			if (target == EDDY_ROUTE_OUTPUT)
+				break;
+			tg = &es->targets[target];
+			m = es->modules[tg->module];
+			t = m->methods->route(es, m, tg->dir, t);
+		}
+		for (;;)
+		{
+			EddyFrame  *f;
+
+			if (es->nstack == 0)
+				return;
+			CHECK_FOR_INTERRUPTS();
+			f = &es->stack[es->nstack - 1];
+			t = f->module->methods->next(es, f);
+			if (t != NULL)
+				break;
+			es->nstack--;
+		}
 	}
 }
 
@@ -648,7 +679,7 @@ eddy_exec_node(PlanState *pstate)
 			case EDDY_STATE_STASIS:
 				if (unlikely(es->migrating))
 					EddyMigrationStasis(es);
-				at_stasis(es);
+				EddyForgetTransient(es);
 				es->state = EDDY_STATE_READ;
 				/* FALLTHROUGH */
 
@@ -764,6 +795,7 @@ eddy_rescan(CustomScanState *node)
 	es->nstack = 0;
 	es->next_source = 0;
 	es->exhausted = 0;
+	es->nexhausted = 0;
 	es->start_time = 0;
 	es->peeked = false;
 	es->seq = 0;
@@ -791,6 +823,7 @@ eddy_rescan(CustomScanState *node)
 		if (src->method != EDDY_SOURCE_SCAN)
 			continue;
 		src->exhausted = false;
+		src->exhausted_rank = 0;
 		src->nread = 0;
 		src->pending = NULL;
 		if (node->ss.ps.chgParam != NULL)

@@ -122,6 +122,7 @@ typedef struct EddySource
 	PlanState  *plan;
 	TupleTableSlot *pending;	/* a tuple read ahead, not yet routed */
 	bool		exhausted;
+	int			exhausted_rank; /* 1 for the first source to run out, ... */
 	uint64		nread;			/* tuples read */
 	double		rate;			/* eddy.source_rates (proportional schedule) */
 	double		delay_ms;		/* eddy.source_delays */
@@ -154,6 +155,7 @@ typedef struct EddyRow
 	bool	   *isnull;
 	uint32		hvalid;			/* which entries of hash[] are computed */
 	bool		in_state;
+	uint16		mark;			/* state migration's: last visited (migrate.c) */
 	uint32		hash[FLEXIBLE_ARRAY_MEMBER];	/* the source's hash slots */
 } EddyRow;
 
@@ -355,6 +357,7 @@ struct EddyState
 	int			next_source;	/* position in source_order */
 	uint32		scanned;		/* sources read by a child plan */
 	uint32		exhausted;		/* ... of which these are exhausted */
+	int			nexhausted;		/* ... and how many */
 	EddySchedule schedule;
 	bool		peeked;			/* every source's first tuple read ahead */
 	bool		delayed;		/* some source has an initial delay */
@@ -412,13 +415,31 @@ struct EddyState
 
 	/* state migration (migrate.c), NULL when the eddy never migrates */
 	struct EddyMigrator *migrator;
-	bool		migrating;		/* ... and some relation may migrate */
+	bool		migrating;		/* ... and its state may move */
+	bool		replaying;		/* rebuilding it: results are dropped */
 };
 
 /* exec.c */
 extern void EddyExecInit(void);
 extern EddyFrame *EddyPushFrame(EddyState *es, EddyModule *m, int dir,
 								EddyTuple *probe);
+extern void EddyReplay(EddyState *es, EddyTuple *t);
+
+/*
+ * Nothing in flight references transient memory (a point of stasis, or
+ * between two tuples state migration replays): rewind it, and forget which
+ * rows the wide slot holds (their addresses will be reused).
+ */
+static inline void
+EddyForgetTransient(EddyState *es)
+{
+	EddyArenaRewind(&es->transient);
+	if (es->loaded_any)
+	{
+		memset(es->loaded, 0, sizeof(EddyRow *) * es->nsources);
+		es->loaded_any = false;
+	}
+}
 
 /* tuple.c */
 extern void EddyCheckMemory(EddyState *es);
@@ -486,6 +507,7 @@ EddyRowFromSlot(EddyState *es, EddySource *src, TupleTableSlot *slot)
 					   sizeof(EddyRow *));
 	row_persistent(row) = NULL;
 	row->in_state = false;
+	row->mark = 0;
 	row->hvalid = 0;
 	row->values = slot->tts_values;
 	row->isnull = slot->tts_isnull;
@@ -534,12 +556,22 @@ EddyTupleStoreForJoin(EddyState *es, int rel, EddyTuple *t, EddyTuple **view)
 	return stored;
 }
 
+/*
+ * How many entries of each signature (the sources they span) a STAIR
+ * holds, kept by a hash join while the eddy may migrate (mod_hashjoin.c)
+ */
+typedef struct EddySigCount
+{
+	uint32		spans;
+	uint64		count;
+} EddySigCount;
+
 /* mod_hashjoin.c: what state migration reads of a hash join */
 extern bool EddyModuleIsHashJoin(EddyModule *m);
 extern EddyJoinSpec *EddyHashJoinSpec(EddyModule *m);
 extern Stair *EddyHashJoinStair(EddyModule *m, int side);
-extern bool EddyHashJoinKeyHash(EddyState *es, EddyModule *m, int side,
-								EddyTuple *t, Datum *keys, uint32 *hash);
+extern int	EddyHashJoinSigs(EddyModule *m, int side, EddySigCount **sigs);
+extern void EddyHashJoinForgetSigs(EddyModule *m);
 
 /* mod_hashjoin.c: SteM mode */
 extern void EddyStemsInit(EddyState *es);

@@ -235,8 +235,8 @@ EddyGucInit(void)
 
 	DefineCustomEnumVariable("eddy.migration",
 							 "When a join eddy moves its STAIRs' state to match its routing.",
-							 "off: never; greedy: whenever the first join of a relation's tuples changes; "
-							 "guarded: when the change has held for a while and the expected savings exceed the cost of the move.",
+							 "off: never; greedy: whenever the routing changed so that some stored entry is no longer where it would route it; "
+							 "guarded: when that has held for a while and the intermediate tuples the misplaced entries would still make exceed the cost of rebuilding the state.",
 							 &eddy_migration,
 							 EDDY_MIGRATION_OFF,
 							 migration_options,
@@ -248,8 +248,8 @@ EddyGucInit(void)
 
 	/* testing: a migration at every N-th point of stasis, whatever the policy */
 	DefineCustomIntVariable("eddy.debug_migrate_every",
-							"Forces a state migration at every N-th point of stasis (0: never); for testing.",
-							"Each forced migration moves a random eligible relation's state to a random one of its joins, "
+							"Forces a state migration at every N-th point of stasis (0: never), the interval doubling after every 8; for testing.",
+							"Each forced migration rebuilds the join state under random routing, "
 							"and checks the migration's invariants afterwards.",
 							&eddy_debug_migrate_every,
 							0,

@@ -1,191 +1,193 @@
 /*-------------------------------------------------------------------------
  *
  * migrate.c
- *	  State migration: moving a join eddy's STAIR state so that it matches
- *	  the eddy's current routing (Deshpande & Hellerstein, VLDB 2004,
- *	  sections 3.1.1, 3.2 and 4.2, Appendix A).
+ *	  State migration: making a join eddy's STAIR state match the eddy's
+ *	  current routing (Deshpande & Hellerstein, VLDB 2004, sections 3.1.1,
+ *	  3.2 and 4.2, Appendix A).
  *
  * Why.  A join eddy stores what it routed: a tuple x of relation X that
  * went first to join A (X = F) and then to join B (X = Y) left x itself in
  * A's STAIR on X, and x's results with F in B's STAIR on X.  Every later F
  * tuple then joins x and sends the results on to B, even once the routing
  * has learnt that x should have met Y first (the paper's "burden of
- * history").  Migration rewrites the state as if x had been routed to B
- * first: x alone in B's STAIR, x's results with Y in A's.
+ * history").  Migration rewrites the state as if every tuple had been
+ * routed the current way from the start.
  *
- * What migrates.  A relation X of the block, read by a child plan, whose
- * two joins are symmetric hash joins and the block's only joins: X is the
- * middle of a three-relation path F - X - Y (the paper's Figures 6, 7 and
- * 9).  Every other relation of a tuple stored in A's STAIR on X then lies
- * beyond B, and of one in B's STAIR beyond A.  So per x, normal execution
- * leaves one of two arrangements: "A first" (A.X holds x alone; B.X holds
- * x's results across A) or "B first" (the reverse), and which one is a
- * routing decision: the join the router sends a fresh X tuple to, once X's
- * own selections are done (the router's entry for that signature).
+ * How: rebuild by replay.  The paper moves state with two operations,
+ * demotion (replace an intermediate tuple in a STAIR by its base component)
+ * and promotion (replace a base tuple by its joins with another STAIR),
+ * chosen per relation; in a longer path or a star, the STAIRs of the other
+ * joins also hold tuples arranged by the old history, and every one of
+ * them must follow.  This module does the same work in one general step,
+ * at a point of stasis (nothing in flight):
+ *	1. collect: walk every hash join's STAIRs and take out every entry,
+ *	   noting each distinct row of a scanned source that some entry holds
+ *	   (EddyRow.mark), with the done bits of the selections on its relation
+ *	   alone (a done bit on a tuple that is still alive means it passed);
+ *	2. replay: route each row again, as if it had just been read, through
+ *	   the ordinary modules under the current routing (EddyReplay): the
+ *	   STAIRs fill exactly as an eddy that had read those rows under that
+ *	   routing would have filled them (each tuple alone where the routing
+ *	   sends it first, its results where the routing sends them next: the
+ *	   promotions and demotions), and the complete results, returned when
+ *	   first made, are dropped.  The counters the modules keep are restored
+ *	   afterwards; each STAIR's Promoted and Demoted count how many of its
+ *	   entries went from a base tuple alone to wider ones, or back.
+ * The rows are replayed relation by relation: first the exhausted sources,
+ * in the order they ran out, each marked exhausted only after its rows
+ * are in (so the executor's rule that a tuple nothing can probe any more
+ * is not stored, mod_hashjoin.c, sees the history "that source was read
+ * whole, then the next"), then the others.
  *
- * Why only there.  With three relations, no STAIR other than A.X and B.X
- * ever holds a tuple containing x (F's and Y's STAIRs hold F and Y rows
- * alone), so the state after a move is exactly the state of a history in
- * which every x went to B first.  In a longer path the STAIRs of the other
- * joins also hold tuples containing x, arranged by the old history, and
- * the forced-migration differential tests found duplicate results there
- * (a path r - s - t - u with s or t migrating); moving those tuples too is
- * left for later.  Centres of stars, longer paths and relations reached
- * through index joins keep their state where it is, and EXPLAIN says so.
+ * Why it is correct (Appendix A's invariants, in this form).  Normal
+ * execution from any state built by a valid history of the rows read so
+ * far, S, produces exactly the results with a future tuple, each once (the
+ * STAIRs paper's Theorem 1).  The replay is a valid history of S', the rows
+ * the STAIRs hold, read in the order above under one routing.  A row of
+ * S - S' is in no future result: a future result is made by a future tuple
+ * probing entries, and an entry made later is made from one that exists
+ * now, so a row in no entry now is in no entry ever (rows leave STAIRs only
+ * here).  The two reasons the executor does not store a tuple keep this
+ * true: a tuple that met its one partner in a unique side can meet nothing
+ * more there, and a tuple nothing can probe any more is probed by nothing.
+ * So the future results from the rebuilt state are those from the old one.
+ * Invariant B of the paper (no two entries of a STAIR agree on their common
+ * rows, else a later probe makes one result twice) holds after a replay
+ * under one routing, and eddy.debug_migrate_every's forced migrations
+ * check it, with the shape of every entry, after each migration (the
+ * differential tests and the fuzzer run with them).
  *
- * The move, Swap(X, A -> B), at a point of stasis (nothing in flight):
- *	1. demote B.X: every entry that reaches across A is replaced by its X
- *	   row (demotion, 3.1.1), each X row kept once (so Invariant B holds:
- *	   no two entries of a STAIR agree on their common rows);
- *	2. promote A.X's entries that are x alone: remove x from A.X, insert it
- *	   into B.X (unless step 1 put it there), probe B's other STAIR (B.Y)
- *	   and insert each result, x with a match, into A.X (promotion, 3.1.1).
- * Afterwards every x of A.X reaches across B and every entry of B.X is an
- * X row alone, once: the "B first" arrangement for every x, which is what
- * the eddy would hold had it routed every x to B first (B.Y is the same in
- * both histories: what is stored there never spans X).  The move is
- * therefore correct from any state normal execution or earlier moves
- * leave, mixed or not, and idempotent.  A demoted entry keeps the done
- * bits of X's own selections; a promoted result gets B's, as a match does.
- * An X row whose key for B is NULL can join nothing through B, so no
- * result contains it: it is dropped.
+ * Cost.  A migration costs about what the joins of the rows held cost, with
+ * the probes that can only make complete results skipped (mod_hashjoin.c):
+ * much less than the query so far when most rows were dropped by
+ * selections, but never free, so the policies below weigh it.
  *
- * The executor's two reasons for not storing a tuple (mod_hashjoin.c) stay
- * sound.  A tuple that found its one match in a unique side is missing from
- * its STAIR, but the move reads A.X only for x alone, and an x that met its
- * unique F row went on to B and is restored into B.X by step 1.  A tuple
- * nothing can probe any more (the far side's sources are exhausted) is
- * missing from a STAIR that no future tuple reads; the move may add
- * results to it, uselessly (the guarded policy does not move then).
+ * What migrates.  An eddy in STAIR mode (SteM mode stores base tuples only:
+ * there is nothing intermediate to arrange) with two or more joins, one of
+ * them a hash join (an index join holds no state; its rows are fetched
+ * again by the replay).  EXPLAIN says why an eddy cannot.
  *
- * Policies (eddy.migration), evaluated at the first point of stasis after
- * each recomputation of the routing:
- *	 greedy	  the paper's (4.2): move whenever the decision for X differs
- *			  from the arrangement of X's state.
- *	 guarded  move when the decision has differed from where part of X's
- *			  state is arranged for EDDY_MIGRATION_HOLD
- *			  recomputations in a row (doubled after each move of X: a
- *			  back-off, so a relation moves O(log n) times at most and a
- *			  fluctuating decision never thrashes), and the move pays:
- *			  the intermediate tuples it saves, the F tuples still to come
- *			  times their observed fan-out into A.X (each such match would
- *			  have been routed on to B), exceed the entries it moves and
- *			  makes (B.X's entries, plus A.X's times one plus x's observed
- *			  fan-out through B).  No move is made when nothing is left to
- *			  come from beyond A, so none is made at the end of a query.
- *			  Where X's state is arranged is not only where the last move
- *			  put it: a change of decision without a move sends the X rows
- *			  read from then on to the other join first, so the state is
- *			  mixed.  The rows read under each decision are counted, and
- *			  anything arranged the other way (the STAIRs paper's Figure 7,
- *			  where orders first went to lineitem for half the query while
- *			  no move paid, then to customer) is a candidate.
- * eddy.debug_migrate_every = N forces a move at every N-th point of
- * stasis, of a random eligible relation towards a random one of its joins,
- * under any policy, and checks the arrangement above after each move: the
- * differential tests run with it.
+ * When.  Each hash join counts its STAIRs' entries by signature
+ * (mod_hashjoin.c).  At the first point of stasis after each recomputation
+ * of the routing, the signatures the current routing stores on each side
+ * are worked out (a fixed point from every scanned source's fresh tuple,
+ * following the routing table: expected_spans), and an entry of another
+ * signature is misplaced.  The policies (eddy.migration):
+ *	 greedy	  the paper's (4.2): migrate whenever an entry is misplaced,
+ *			  i.e. at the first recomputation after the routing changed.
+ *	 guarded  migrate when entries have been misplaced for `hold`
+ *			  recomputations in a row (EDDY_MIGRATION_HOLD, doubled after
+ *			  every migration: a back-off, so a fluctuating decision
+ *			  migrates O(log n) times at most and never thrashes), and the
+ *			  migration pays: per STAIR side, the share of its entries
+ *			  misplaced times the rows still to come from the sources that
+ *			  probe it times its observed matches per probe (the
+ *			  intermediate tuples the old arrangement would still make)
+ *			  exceeds the entries rebuilt.  Nothing migrates when nothing is
+ *			  left to come, so nothing at the end of a query.
+ * eddy.debug_migrate_every = N forces a migration at every N-th point of
+ * stasis, the interval doubling after every EDDY_FORCED_PER_INTERVAL of
+ * them (each rebuilds the whole state: a long scan gets O(log n) of them,
+ * not n), under any policy, replaying under random routing (a new random
+ * decision per signature) so that the state ends up arranged in ways the
+ * policy would not choose, and the invariants are checked after each one:
+ * the differential tests run with it.  A held routing
+ * (eddy.routing_hold) migrates nothing.
  *
- * SteM mode (eddy.state_mode = stems, mod_hashjoin.c) stores base tuples
- * only, each in every STAIR of its relation: there is no intermediate
- * tuple to promote or demote, whatever the routing, so nothing migrates
- * and EXPLAIN says so; the settings are accepted and do nothing.
- *
- * Memory: moved entries and results go to state memory, which is checked
- * against eddy.max_memory as at any other time; the entries and stored
- * tuples a move takes out are reused (stair.h, EddyStoredTupleFree), so
- * state moved back and forth does not grow; the move's bookkeeping is
- * in a context of its own, freed afterwards (or with the query on error).
- * Interrupts are checked for every entry.  EXPLAIN ANALYZE shows the
- * number of moves, the entries moved and the time spent; VERBOSE lists
- * the moves; each STAIR counts its promoted and demoted entries.
+ * Memory: the entries and stored tuples taken out are reused by the
+ * replay (the arena's shared free lists, stair.h; EddyStoredTupleFree), so
+ * state rebuilt again and again does not grow; state memory is checked
+ * against eddy.max_memory as at any other time; the rows collected are
+ * listed in a context of its own, freed afterwards (or with the query on
+ * error: a migration interrupted by cancel leaves state the query never
+ * reads again).  Interrupts are checked for every entry and every row.
+ * EXPLAIN ANALYZE shows the number of migrations, the entries moved
+ * (promoted and demoted) and rebuilt, and the time spent; VERBOSE lists
+ * the migrations.
  *
  *-------------------------------------------------------------------------
  */
 #include "exec.h"
 
 #include "miscadmin.h"
+#include "port/pg_bitutils.h"
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
 
-/* guarded: recomputations a changed decision must hold before a move */
+/* guarded: recomputations entries must stay misplaced before a migration */
 #define EDDY_MIGRATION_HOLD		3
-/* moves listed by EXPLAIN ANALYZE VERBOSE */
+/* migrations listed by EXPLAIN ANALYZE VERBOSE */
 #define EDDY_MAX_MIGRATION_EVENTS	100
-
-/* A relation whose state may move */
-typedef struct EddyMigrant
-{
-	int			rel;
-	EddyModule *join[2];		/* its two hash joins */
-	int			side[2];		/* its side in each */
-	int			target[2];		/* router target: join[j] from its side */
-	uint64		xonly;			/* selections that read the relation alone */
-	int			arranged;		/* the join its state has first, or -1 */
-	double		routed[2];		/* guarded: X rows read while the routing sent
-								 * them to join[j] first, since the last move */
-	int			last_pref;		/* the decision at the previous evaluation */
-	uint64		seen_read;		/* X rows read at the previous evaluation */
-	int			streak;			/* guarded: recomputations preferring the other */
-	int			hold;			/* guarded: ... needed before a move */
-} EddyMigrant;
+/* forced migrations before their interval doubles */
+#define EDDY_FORCED_PER_INTERVAL	8
+/* signatures expected_spans follows, at most */
+#define EDDY_MAX_SIGNATURES		4096
 
 typedef struct EddyMigrationEvent
 {
 	uint64		routed;			/* tuples routed when it happened */
-	int			rel;
-	int			from;			/* module indexes */
-	int			to;
-	uint64		moved;
+	uint64		moved;			/* entries promoted or demoted */
+	uint64		rebuilt;		/* entries after it */
 	double		ms;
 	bool		forced;
 } EddyMigrationEvent;
+
+/* A hash join side, as migration sees it */
+typedef struct EddyMigrationSide
+{
+	EddyModule *join;
+	int			side;
+	Stair	   *stair;
+	uint32		alone;			/* the signature of its end's row alone */
+	uint32		probers;		/* scanned sources whose tuples probe it */
+	/* expected_spans: the signatures the current routing stores here */
+	uint32	   *expected;
+	int			nexpected;
+	int			maxexpected;
+} EddyMigrationSide;
 
 typedef struct EddyMigrator
 {
 	EddyMigrationPolicy policy;
 	int			debug_every;
 	int			until_forced;
-	int			nmigrants;
-	EddyMigrant *migrants;
+	int			forced;			/* forced migrations since the scan began */
+	const char *why_not;		/* NULL: the eddy may migrate */
+	int			nsides;
+	EddyMigrationSide *sides;
+	uint64	   *xonly;			/* per source: selections on it alone */
 	uint64		seen_recomputations;
+	int			streak;			/* guarded: recomputations misplaced */
+	int			hold;			/* guarded: ... needed before a migration */
+	uint16		stamp;			/* EddyRow.mark of this migration */
 	pg_prng_state rng;
 
 	/* EXPLAIN ANALYZE */
 	uint64		migrations;
 	uint64		moved;
+	uint64		rebuilt;
 	double		ns;
 	EddyMigrationEvent *events;
 	int			nevents;
 	bool		events_truncated;
 } EddyMigrator;
 
-/* An entry taken out of a STAIR */
-typedef struct MovedEntry
+/* The rows of one source collected for the replay */
+typedef struct CollectedRows
 {
-	EddyRow    *row;			/* its X row */
-	uint64		done;
-	uint32		hash;
-	Datum	   *keys;
-} MovedEntry;
-
-/* The join (0 or 1) the router sends a fresh X tuple to, or -1 */
-static int
-preferred(EddyState *es, EddyMigrant *mg)
-{
-	int			t = EddyRoute(&es->router, 1u << mg->rel, mg->xonly);
-
-	if (t == mg->target[0])
-		return 0;
-	if (t == mg->target[1])
-		return 1;
-	return -1;
-}
+	EddyRow   **rows;
+	uint64	   *done;
+	int			n;
+	int			cap;
+} CollectedRows;
 
 void
 EddyMigrationInit(EddyState *es)
 {
 	EddyMigrator *mgr;
-	int			x;
+	int			njoins = 0;
+	int			nhash = 0;
+	int			i;
 
 	es->migrator = NULL;
 	es->migrating = false;
@@ -196,364 +198,224 @@ EddyMigrationInit(EddyState *es)
 	mgr->policy = (EddyMigrationPolicy) eddy_migration;
 	mgr->debug_every = eddy_debug_migrate_every;
 	mgr->until_forced = mgr->debug_every;
-	mgr->migrants = palloc0(sizeof(EddyMigrant) * es->nsources);
+	mgr->hold = EDDY_MIGRATION_HOLD;
 	pg_prng_seed(&mgr->rng, UINT64CONST(0x316a7e) ^
 				 (uint64) es->css.ss.ps.plan->plan_node_id);
 	mgr->events = palloc(sizeof(EddyMigrationEvent) * EDDY_MAX_MIGRATION_EVENTS);
 	es->migrator = mgr;
+
+	for (i = 0; i < es->nmodules; i++)
+	{
+		if (es->modules[i]->filter != NULL)
+			continue;
+		njoins++;
+		if (EddyModuleIsHashJoin(es->modules[i]))
+			nhash++;
+	}
 	if (es->stems)
-		return;					/* SteM mode: nothing intermediate to move */
+		mgr->why_not = "SteM mode stores base tuples only";
+	else if (njoins < 2)
+		mgr->why_not = "one join";
+	else if (nhash == 0)
+		mgr->why_not = "no hash join";
+	if (mgr->why_not != NULL)
+		return;
 
-	for (x = 0; x < es->nsources; x++)
+	mgr->xonly = palloc0(sizeof(uint64) * es->nsources);
+	for (i = 0; i < es->nmodules; i++)
 	{
-		EddyMigrant mg;
-		int			njoins = 0;
-		bool		all_hash = true;
-		int			i;
+		EddyModule *m = es->modules[i];
+		int			x;
 
-		if (es->sources[x].method != EDDY_SOURCE_SCAN)
+		if (m->filter == NULL)
 			continue;
-		memset(&mg, 0, sizeof(mg));
-		mg.rel = x;
-		for (i = 0; i < es->nmodules; i++)
+		for (x = 0; x < es->nsources; x++)
+			if ((m->target[0].need & ~(1u << x)) == 0)
+				mgr->xonly[x] |= UINT64CONST(1) << i;
+	}
+	mgr->sides = palloc0(sizeof(EddyMigrationSide) * 2 * nhash);
+	for (i = 0; i < es->nmodules; i++)
+	{
+		EddyModule *m = es->modules[i];
+		EddyJoinSpec *spec;
+		int			s;
+
+		if (m->filter != NULL || !EddyModuleIsHashJoin(m))
+			continue;
+		spec = EddyHashJoinSpec(m);
+		for (s = 0; s < 2; s++)
 		{
-			EddyModule *m = es->modules[i];
+			EddyMigrationSide *sd = &mgr->sides[mgr->nsides++];
 
-			if (m->filter != NULL)
-			{
-				/* a selection that reads X alone (or nothing) */
-				if ((m->target[0].need & ~(1u << x)) == 0)
-					mg.xonly |= UINT64CONST(1) << i;
-				continue;
-			}
-			if (EddyModuleIsHashJoin(m))
-			{
-				EddyJoinSpec *spec = EddyHashJoinSpec(m);
-				int			s;
-
-				for (s = 0; s < 2; s++)
-				{
-					if (spec->rel[s] != x)
-						continue;
-					if (njoins < 2)
-					{
-						mg.join[njoins] = m;
-						mg.side[njoins] = s;
-						mg.target[njoins] = m->target_index[s];
-					}
-					njoins++;
-				}
-			}
-			else if ((m->ends & (1u << x)) != 0)
-			{
-				/* an index join with X at an end */
-				all_hash = false;
-				njoins++;
-			}
+			sd->join = m;
+			sd->side = s;
+			sd->stair = EddyHashJoinStair(m, s);
+			sd->alone = 1u << spec->rel[s];
+			sd->probers = spec->side[1 - s] & es->scanned;
+			sd->maxexpected = 8;
+			sd->expected = palloc(sizeof(uint32) * sd->maxexpected);
 		}
-		if (njoins != 2 || !all_hash)
-			continue;
-		/* ... and the block's only joins (see the header) */
-		for (i = 0; i < es->nmodules; i++)
-			if (es->modules[i]->filter == NULL &&
-				(es->modules[i]->ends & (1u << x)) == 0)
-				break;
-		if (i < es->nmodules)
-			continue;
-		mg.hold = EDDY_MIGRATION_HOLD;
-		mg.arranged = preferred(es, &mg);
-		mg.last_pref = mg.arranged;
-		mgr->migrants[mgr->nmigrants++] = mg;
 	}
-	es->migrating = mgr->nmigrants > 0;
+	es->migrating = true;
 }
 
-/* The X row, signature of a STAIR payload of relation rel */
-static EddyRow *
-payload_row(void *payload, int rel, uint32 *spans, uint64 *done)
+/* ----------------------------------------------------------------
+ *		What the routing stores where
+ * ----------------------------------------------------------------
+ */
+
+typedef struct Sig
 {
-	EddyTuple  *t;
+	uint32		spans;
+	uint64		done;
+} Sig;
 
-	if (EddyPayloadIsRow(payload))
-	{
-		*spans = 1u << rel;
-		*done = 0;
-		return EddyPayloadRow(payload);
-	}
-	t = (EddyTuple *) payload;
-	*spans = t->spans;
-	*done = t->done;
-	return t->rows[rel];
-}
-
-/* The payload for an X row alone with modules done */
-static void *
-base_payload(EddyState *es, int rel, EddyRow *row, uint64 done)
+typedef struct SigWork
 {
-	EddyTuple  *t;
-
-	if (done == 0)
-		return EddyPayloadFromRow(row);
-	t = EddyStoredTupleAlloc(es);
-	memset(t->rows, 0, sizeof(EddyRow *) * es->nsources);
-	t->spans = 1u << rel;
-	t->done = done;
-	t->rows[rel] = row;
-	return t;
-}
+	Sig		   *sigs;			/* every signature seen; those from `next`
+								 * on are still to follow */
+	int			n;
+	int			next;
+	bool		overflow;
+} SigWork;
 
 static void
-append_moved(MovedEntry **arr, int *n, int *cap, EddyRow *row, uint64 done,
-			 uint32 hash, Datum *keys, int nkeys)
+sig_push(SigWork *w, uint32 spans, uint64 done)
 {
-	MovedEntry *e;
-
-	if (*n >= *cap)
-	{
-		*cap *= 2;
-		*arr = repalloc_huge(*arr, sizeof(MovedEntry) * *cap);
-	}
-	e = &(*arr)[(*n)++];
-	e->row = row;
-	e->done = done;
-	e->hash = hash;
-	e->keys = palloc(sizeof(Datum) * Max(nkeys, 1));
-	memcpy(e->keys, keys, sizeof(Datum) * nkeys);
-}
-
-/*
- * Debugging (eddy.debug_migrate_every): after Swap(X, A -> B), every entry
- * of A.X reaches across B, and B.X holds X rows alone, each once.
- */
-static void
-check_swap(EddyState *es, EddyMigrant *mg, Stair *ax, Stair *bx)
-{
-	uint32		xbit = 1u << mg->rel;
-	StairIterator it;
-	void	   *payload;
-	uint32		hash;
-	Datum	   *keys;
-	HTAB	   *seen;
-	HASHCTL		ctl;
-
-	StairIterBegin(&it, ax);
-	while ((payload = StairIterNext(&it, &hash, &keys)) != NULL)
-	{
-		uint32		spans;
-		uint64		done;
-
-		payload_row(payload, mg->rel, &spans, &done);
-		if (spans == xbit)
-			elog(ERROR, "eddy: state migration left a row of relation %d alone in the STAIR it was promoted from",
-				 mg->rel + 1);
-	}
-	ctl.keysize = sizeof(EddyRow *);
-	ctl.entrysize = sizeof(EddyRow *);
-	ctl.hcxt = CurrentMemoryContext;
-	seen = hash_create("eddy migration check", 1024, &ctl,
-					   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
-	StairIterBegin(&it, bx);
-	while ((payload = StairIterNext(&it, &hash, &keys)) != NULL)
-	{
-		uint32		spans;
-		uint64		done;
-		EddyRow    *row = payload_row(payload, mg->rel, &spans, &done);
-		bool		found;
-
-		if (spans != xbit)
-			elog(ERROR, "eddy: state migration left an entry reaching across the old first join of relation %d",
-				 mg->rel + 1);
-		hash_search(seen, &row, HASH_ENTER, &found);
-		if (found)
-			elog(ERROR, "eddy: state migration left a row of relation %d twice in one STAIR",
-				 mg->rel + 1);
-	}
-	hash_destroy(seen);
-}
-
-/*
- * Swap(X, A -> B): move relation X's state to the "B first" arrangement
- * (see the header).  Returns the entries moved.
- */
-static uint64
-swap(EddyState *es, EddyMigrant *mg, int to, bool forced)
-{
-	EddyMigrator *mgr = es->migrator;
-	int			from = 1 - to;
-	EddyModule *a = mg->join[from];
-	EddyModule *b = mg->join[to];
-	int			sa = mg->side[from];
-	int			sb = mg->side[to];
-	Stair	   *ax = EddyHashJoinStair(a, sa);
-	Stair	   *bx = EddyHashJoinStair(b, sb);
-	Stair	   *by = EddyHashJoinStair(b, 1 - sb);
-	EddyJoinSpec *bspec = EddyHashJoinSpec(b);
-	int			nka = EddyHashJoinSpec(a)->nkeys;
-	int			nkb = bspec->nkeys;
-	int			yrel = bspec->rel[1 - sb];
-	int			x = mg->rel;
-	uint32		xbit = 1u << x;
-	double		start = eddy_now_ns();
-	MemoryContext cxt;
-	MemoryContext old;
-	HTAB	   *present;
-	HASHCTL		ctl;
-	MovedEntry *demoted;
-	MovedEntry *promoted;
-	int			ndemoted = 0;
-	int			npromoted = 0;
-	int			capd = 64;
-	int			capp = 64;
-	EddyTuple  *view;
-	Datum	   *bkeys;
-	StairIterator it;
-	void	   *payload;
-	uint32		hash;
-	Datum	   *keys;
-	uint64		moved = 0;
 	int			i;
 
-	cxt = AllocSetContextCreate(CurrentMemoryContext, "eddy state migration",
-								ALLOCSET_DEFAULT_SIZES);
-	old = MemoryContextSwitchTo(cxt);
-	ctl.keysize = sizeof(EddyRow *);
-	ctl.entrysize = sizeof(EddyRow *);
-	ctl.hcxt = cxt;
-	present = hash_create("eddy migration rows", 1024, &ctl,
-						  HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
-	demoted = palloc(sizeof(MovedEntry) * capd);
-	promoted = palloc(sizeof(MovedEntry) * capp);
-	view = palloc(offsetof(EddyTuple, rows) + sizeof(EddyRow *) * es->nsources);
-	bkeys = palloc(sizeof(Datum) * Max(nkb, 1));
-
-	/* 1a. take out B.X's entries that reach across A */
-	StairIterBegin(&it, bx);
-	while ((payload = StairIterNext(&it, &hash, &keys)) != NULL)
+	for (i = 0; i < w->n; i++)
+		if (w->sigs[i].spans == spans && w->sigs[i].done == done)
+			return;
+	if (w->n >= EDDY_MAX_SIGNATURES)
 	{
-		uint32		spans;
-		uint64		done;
-		EddyRow    *row = payload_row(payload, x, &spans, &done);
-
-		if (spans == xbit)
-		{
-			hash_search(present, &row, HASH_ENTER, NULL);
-			continue;
-		}
-		StairIterDelete(&it);
-		append_moved(&demoted, &ndemoted, &capd, row, done & mg->xonly,
-					 hash, keys, nkb);
-		if (!EddyPayloadIsRow(payload))
-			EddyStoredTupleFree(es, payload);
+		w->overflow = true;
+		return;
 	}
-
-	/* 2a. take out A.X's entries that are an X row alone */
-	StairIterBegin(&it, ax);
-	while ((payload = StairIterNext(&it, &hash, &keys)) != NULL)
-	{
-		uint32		spans;
-		uint64		done;
-		EddyRow    *row = payload_row(payload, x, &spans, &done);
-
-		if (spans != xbit)
-			continue;
-		StairIterDelete(&it);
-		append_moved(&promoted, &npromoted, &capp, row, done, hash, keys, nka);
-		if (!EddyPayloadIsRow(payload))
-			EddyStoredTupleFree(es, payload);
-	}
-
-	/* 1b. demotion: each X row once in B.X */
-	for (i = 0; i < ndemoted; i++)
-	{
-		MovedEntry *d = &demoted[i];
-		bool		found;
-
-		CHECK_FOR_INTERRUPTS();
-		hash_search(present, &d->row, HASH_ENTER, &found);
-		if (!found)
-			StairInsert(bx, d->hash, d->keys, base_payload(es, x, d->row, d->done));
-		bx->demoted++;
-		moved++;
-	}
-
-	/* 2b. promotion: into B.X, and x's matches in B.Y back into A.X */
-	MemoryContextSwitchTo(old);
-	for (i = 0; i < npromoted; i++)
-	{
-		MovedEntry *p = &promoted[i];
-		uint32		bhash;
-		bool		found;
-		StairProbe	sp;
-		void	   *u;
-
-		CHECK_FOR_INTERRUPTS();
-		ax->promoted++;
-		moved++;
-		memset(view->rows, 0, sizeof(EddyRow *) * es->nsources);
-		view->spans = xbit;
-		view->done = p->done;
-		view->rows[x] = p->row;
-		if (!EddyHashJoinKeyHash(es, b, sb, view, bkeys, &bhash))
-			continue;			/* a NULL key: x can be in no result */
-		hash_search(present, &p->row, HASH_ENTER, &found);
-		if (!found)
-			StairInsert(bx, bhash, bkeys, base_payload(es, x, p->row, p->done));
-		if (by->nentries == 0)
-			continue;
-		StairProbeBegin(&sp, by, bhash, bkeys);
-		while ((u = StairProbeNext(&sp)) != NULL)
-		{
-			EddyTuple  *r = EddyTupleJoin(es, b, view, yrel, u);
-
-			CHECK_FOR_INTERRUPTS();
-			StairInsert(ax, p->hash, p->keys, EddyTupleStore(es, r));
-			if (unlikely((++es->inserts & 63) == 0))
-				EddyCheckMemory(es);
-		}
-		EddyArenaRewind(&es->transient);
-	}
-	EddyCheckMemory(es);
-
-	if (mgr->debug_every > 0)
-		check_swap(es, mg, ax, bx);
-	MemoryContextDelete(cxt);
-
-	/* account */
-	mgr->migrations++;
-	mgr->moved += moved;
-	{
-		double		ns = eddy_now_ns() - start;
-
-		mgr->ns += ns;
-		if (mgr->nevents < EDDY_MAX_MIGRATION_EVENTS)
-		{
-			EddyMigrationEvent *ev = &mgr->events[mgr->nevents++];
-
-			ev->routed = EddyRouterRouted(&es->router);
-			ev->rel = x;
-			ev->from = a->index;
-			ev->to = b->index;
-			ev->moved = moved;
-			ev->ms = ns / 1e6;
-			ev->forced = forced;
-		}
-		else
-			mgr->events_truncated = true;
-	}
-	mg->arranged = to;
-	mg->routed[to] += mg->routed[1 - to];
-	mg->routed[1 - to] = 0.0;
-	return moved;
+	w->sigs[w->n].spans = spans;
+	w->sigs[w->n].done = done;
+	w->n++;
 }
 
-/* Observed ratio (fan-out) of a target, or the planner's estimate */
-static double
-observed_ratio(EddyModuleStats *st)
+static bool
+expected_has(EddyMigrationSide *sd, uint32 spans)
 {
-	if (st->in > 0)
-		return (double) st->out / (double) st->in;
-	return st->prior_ratio;
+	int			i;
+
+	for (i = 0; i < sd->nexpected; i++)
+		if (sd->expected[i] == spans)
+			return true;
+	return false;
 }
+
+/*
+ * Work out, per hash join side, the signatures an eddy routing every tuple
+ * by the current routing table would store there: follow every scanned
+ * source's fresh tuple through the table (selections pass, joins store the
+ * tuple on its side and make results with what the other side stores), to
+ * a fixed point.  False if there are too many signatures to follow.
+ * Tuple done bits are followed exactly; sides keep spans only.
+ */
+static bool
+expected_spans(EddyState *es)
+{
+	EddyMigrator *mgr = es->migrator;
+	SigWork		w;
+	Sig		  **stored;			/* per side: (spans, done) stored there */
+	int		   *nstored;
+	int			i;
+
+	w.sigs = palloc(sizeof(Sig) * EDDY_MAX_SIGNATURES);
+	w.n = w.next = 0;
+	w.overflow = false;
+	stored = palloc0(sizeof(Sig *) * mgr->nsides);
+	nstored = palloc0(sizeof(int) * mgr->nsides);
+	for (i = 0; i < mgr->nsides; i++)
+	{
+		mgr->sides[i].nexpected = 0;
+		stored[i] = palloc(sizeof(Sig) * EDDY_MAX_SIGNATURES);
+	}
+	for (i = 0; i < es->nsources; i++)
+		if (es->scanned & (1u << i))
+			sig_push(&w, 1u << i, 0);
+
+	while (w.next < w.n && !w.overflow)
+	{
+		Sig			sig = w.sigs[w.next++];
+		int			target = EddyRoute(&es->router, sig.spans, sig.done);
+		EddyRouteTarget *tg;
+		EddyModule *m;
+		uint64		bit;
+		int			k;
+
+		if (target == EDDY_ROUTE_OUTPUT)
+			continue;
+		tg = &es->targets[target];
+		m = es->modules[tg->module];
+		bit = UINT64CONST(1) << tg->module;
+		if (m->filter != NULL)
+		{
+			sig_push(&w, sig.spans, sig.done | bit);
+			continue;
+		}
+		if (!EddyModuleIsHashJoin(m))
+		{
+			/* an index join: its result spans the far end too */
+			sig_push(&w, sig.spans | (1u << tg->far_rel), sig.done | bit);
+			continue;
+		}
+		for (k = 0; k < mgr->nsides; k++)
+			if (mgr->sides[k].join == m && mgr->sides[k].side == tg->dir)
+				break;
+		Assert(k < mgr->nsides);
+		{
+			EddyMigrationSide *sd = &mgr->sides[k];
+			int			other = (k % 2 == 0) ? k + 1 : k - 1;
+			int			j;
+			bool		dup = false;
+
+			for (j = 0; j < nstored[k]; j++)
+				if (stored[k][j].spans == sig.spans && stored[k][j].done == sig.done)
+					dup = true;
+			if (dup)
+				continue;
+			if (nstored[k] >= EDDY_MAX_SIGNATURES)
+			{
+				w.overflow = true;
+				break;
+			}
+			stored[k][nstored[k]++] = sig;
+			if (!expected_has(sd, sig.spans))
+			{
+				if (sd->nexpected >= sd->maxexpected)
+				{
+					sd->maxexpected *= 2;
+					sd->expected = repalloc(sd->expected,
+											sizeof(uint32) * sd->maxexpected);
+				}
+				sd->expected[sd->nexpected++] = sig.spans;
+			}
+			/* its results with what the other side stores */
+			for (j = 0; j < nstored[other]; j++)
+				sig_push(&w, sig.spans | stored[other][j].spans,
+						 sig.done | stored[other][j].done | bit);
+			/* ... and that side's later entries meet it there: */
+		}
+	}
+	for (i = 0; i < mgr->nsides; i++)
+		pfree(stored[i]);
+	pfree(stored);
+	pfree(nstored);
+	pfree(w.sigs);
+	return !w.overflow;
+}
+
+/*
+ * The pairs made when a signature arrives on a side after the other side's
+ * (above) are all there is: each pair of stored signatures is joined when
+ * the later of the two is stored.  (The loop above adds a signature to
+ * `stored` before any signature pushed after it is followed.)
+ */
 
 /* Rows a scanned source is still expected to give */
 static double
@@ -569,100 +431,408 @@ remaining_rows(EddySource *src)
 }
 
 /*
- * guarded: does moving X's state from join[1 - to] to join[to] pay?  The
- * intermediate tuples saved against the entries moved and made (header).
+ * The entries misplaced under the current routing (0 if the signatures
+ * could not be followed), the entries in all, and, for the guarded policy,
+ * the intermediate tuples the misplaced ones are still expected to make.
  */
-static bool
-move_pays(EddyState *es, EddyMigrant *mg, int to)
-{
-	int			from = 1 - to;
-	EddyModule *a = mg->join[from];
-	EddyModule *b = mg->join[to];
-	int			sa = mg->side[from];
-	int			sb = mg->side[to];
-	uint32		far = EddyHashJoinSpec(a)->side[1 - sa] & es->scanned;
-	double		rem = 0.0;
-	double		benefit;
-	double		cost;
-	int			i;
-
-	for (i = 0; i < es->nsources; i++)
-		if (far & (1u << i))
-			rem += remaining_rows(&es->sources[i]);
-	benefit = rem * observed_ratio(&a->stats[1 - sa]);
-	cost = (double) EddyHashJoinStair(b, sb)->nentries +
-		(double) EddyHashJoinStair(a, sa)->nentries *
-		(1.0 + observed_ratio(&b->stats[sb]));
-	return benefit > cost;
-}
-
-/* A forced move (eddy.debug_migrate_every) */
-static void
-forced_migration(EddyState *es)
+static uint64
+misplaced(EddyState *es, uint64 *total, double *benefit)
 {
 	EddyMigrator *mgr = es->migrator;
-	EddyMigrant *mg;
+	uint64		mis = 0;
+	int			k;
 
-	mg = &mgr->migrants[pg_prng_uint64_range(&mgr->rng, 0, mgr->nmigrants - 1)];
-	swap(es, mg, (int) pg_prng_uint64_range(&mgr->rng, 0, 1), true);
+	*total = 0;
+	*benefit = 0.0;
+	if (!expected_spans(es))
+		return 0;
+	for (k = 0; k < mgr->nsides; k++)
+	{
+		EddyMigrationSide *sd = &mgr->sides[k];
+		EddySigCount *sigs;
+		int			n = EddyHashJoinSigs(sd->join, sd->side, &sigs);
+		uint64		here = 0;
+		uint64		all = 0;
+		int			j;
+
+		for (j = 0; j < n; j++)
+		{
+			all += sigs[j].count;
+			if (!expected_has(sd, sigs[j].spans))
+				here += sigs[j].count;
+		}
+		*total += all;
+		mis += here;
+		if (here > 0)
+		{
+			Stair	   *st = sd->stair;
+			double		rate = st->probed > 0 ?
+				(double) st->matched / (double) st->probed : 1.0;
+			double		rem = 0.0;
+			int			i;
+
+			for (i = 0; i < es->nsources; i++)
+				if (sd->probers & (1u << i))
+					rem += remaining_rows(&es->sources[i]);
+			*benefit += (double) here / (double) all * rem * rate;
+		}
+	}
+	return mis;
+}
+
+/* ----------------------------------------------------------------
+ *		The rebuild
+ * ----------------------------------------------------------------
+ */
+
+static void
+collect_row(EddyMigrator *mgr, CollectedRows *c, EddyRow *row, uint64 done)
+{
+	if (row->mark == mgr->stamp)
+		return;
+	row->mark = mgr->stamp;
+	if (c->n >= c->cap)
+	{
+		c->cap = Max(64, 2 * c->cap);
+		c->rows = c->rows ? repalloc_huge(c->rows, sizeof(EddyRow *) * c->cap) :
+			palloc(sizeof(EddyRow *) * c->cap);
+		c->done = c->done ? repalloc_huge(c->done, sizeof(uint64) * c->cap) :
+			palloc(sizeof(uint64) * c->cap);
+	}
+	c->rows[c->n] = row;
+	c->done[c->n] = done;
+	c->n++;
+}
+
+/* Entries per side that are its end's row alone */
+static uint64
+count_alone(EddyMigrationSide *sd)
+{
+	EddySigCount *sigs;
+	int			n = EddyHashJoinSigs(sd->join, sd->side, &sigs);
+	int			j;
+
+	for (j = 0; j < n; j++)
+		if (sigs[j].spans == sd->alone)
+			return sigs[j].count;
+	return 0;
+}
+
+/*
+ * Check the rebuilt state (after forced migrations, eddy.debug_migrate_every):
+ * every entry spans its side's end and nothing beyond its side, and no two
+ * entries of a STAIR agree on all their common rows (Invariant B).
+ */
+static void
+check_state(EddyState *es)
+{
+	EddyMigrator *mgr = es->migrator;
+	int			k;
+
+	for (k = 0; k < mgr->nsides; k++)
+	{
+		EddyMigrationSide *sd = &mgr->sides[k];
+		EddyJoinSpec *spec = EddyHashJoinSpec(sd->join);
+		uint32		side_rels = spec->side[sd->side];
+		int			rel = spec->rel[sd->side];
+		HASHCTL		ctl;
+		HTAB	   *byrow;
+		StairIterator it;
+		void	   *payload;
+		uint32		hash;
+		Datum	   *keys;
+		typedef struct
+		{
+			EddyRow    *row;
+			List	   *entries;
+		}			RowEntries;
+
+		ctl.keysize = sizeof(EddyRow *);
+		ctl.entrysize = sizeof(RowEntries);
+		ctl.hcxt = CurrentMemoryContext;
+		byrow = hash_create("eddy migration check", 1024, &ctl,
+							HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+		StairIterBegin(&it, sd->stair);
+		while ((payload = StairIterNext(&it, &hash, &keys)) != NULL)
+		{
+			EddyRow    *row;
+			uint32		spans;
+			RowEntries *re;
+			bool		found;
+			ListCell   *lc;
+
+			CHECK_FOR_INTERRUPTS();
+			if (EddyPayloadIsRow(payload))
+			{
+				row = EddyPayloadRow(payload);
+				spans = 1u << rel;
+			}
+			else
+			{
+				row = ((EddyTuple *) payload)->rows[rel];
+				spans = ((EddyTuple *) payload)->spans;
+			}
+			if ((spans & (1u << rel)) == 0 || (spans & ~side_rels) != 0)
+				elog(ERROR, "eddy: state migration left an entry spanning %x in a STAIR of relation %d",
+					 spans, rel + 1);
+			re = hash_search(byrow, &row, HASH_ENTER, &found);
+			if (!found)
+				re->entries = NIL;
+			/* few entries share a row; compare with at most 64 of them */
+			foreach(lc, re->entries)
+			{
+				void	   *other = lfirst(lc);
+				uint32		ospans;
+				uint32		common;
+				int			i;
+				bool		agree = true;
+
+				if (foreach_current_index(lc) >= 64)
+					break;
+				ospans = EddyPayloadIsRow(other) ? 1u << rel :
+					((EddyTuple *) other)->spans;
+				common = spans & ospans;
+				for (i = 0; i < es->nsources && agree; i++)
+				{
+					EddyRow    *a;
+					EddyRow    *b;
+
+					if ((common & (1u << i)) == 0)
+						continue;
+					a = EddyPayloadIsRow(payload) ? EddyPayloadRow(payload) :
+						((EddyTuple *) payload)->rows[i];
+					b = EddyPayloadIsRow(other) ? EddyPayloadRow(other) :
+						((EddyTuple *) other)->rows[i];
+					agree = (a == b);
+				}
+				if (agree)
+					elog(ERROR, "eddy: state migration left two entries of a STAIR of relation %d that agree on their common rows (spans %x and %x)",
+						 rel + 1, spans, ospans);
+			}
+			re->entries = lappend(re->entries, payload);
+		}
+		hash_destroy(byrow);
+	}
+}
+
+/* Rebuild the state under the current routing (random routing if forced) */
+static void
+migrate(EddyState *es, bool forced)
+{
+	EddyMigrator *mgr = es->migrator;
+	double		start = eddy_now_ns();
+	MemoryContext cxt;
+	MemoryContext old;
+	CollectedRows *collected;
+	uint64	   *alone_before;
+	uint64	   *counters;		/* per side: inserted, probed, matched, skipped */
+	EddyModuleStats *stats;
+	double		nfiltered1 = 0;
+	uint32		exhausted = es->exhausted;
+	EddyRoutingPolicy policy = es->router.policy;
+	int		   *order;
+	int			norder = 0;
+	uint64		moved = 0;
+	uint64		rebuilt = 0;
+	int			i;
+	int			k;
+
+	Assert(es->nstack == 0 && !es->replaying);
+	cxt = AllocSetContextCreate(CurrentMemoryContext, "eddy state migration",
+								ALLOCSET_DEFAULT_SIZES);
+	old = MemoryContextSwitchTo(cxt);
+	if (++mgr->stamp == 0)		/* rows are made with mark 0 */
+		mgr->stamp = 1;
+
+	/* 1. collect the rows, emptying the STAIRs */
+	collected = palloc0(sizeof(CollectedRows) * es->nsources);
+	alone_before = palloc(sizeof(uint64) * mgr->nsides);
+	counters = palloc(sizeof(uint64) * 4 * mgr->nsides);
+	for (k = 0; k < mgr->nsides; k++)
+	{
+		EddyMigrationSide *sd = &mgr->sides[k];
+		Stair	   *st = sd->stair;
+		int			rel = pg_rightmost_one_pos32(sd->alone);
+		StairIterator it;
+		void	   *payload;
+		uint32		hash;
+		Datum	   *keys;
+
+		alone_before[k] = count_alone(sd);
+		counters[4 * k] = st->inserted;
+		counters[4 * k + 1] = st->probed;
+		counters[4 * k + 2] = st->matched;
+		counters[4 * k + 3] = st->skipped;
+		StairIterBegin(&it, st);
+		while ((payload = StairIterNext(&it, &hash, &keys)) != NULL)
+		{
+			CHECK_FOR_INTERRUPTS();
+			if (EddyPayloadIsRow(payload))
+				collect_row(mgr, &collected[rel], EddyPayloadRow(payload), 0);
+			else
+			{
+				EddyTuple  *t = (EddyTuple *) payload;
+				uint32		bits = t->spans & es->scanned;
+
+				while (bits != 0)
+				{
+					int			x = pg_rightmost_one_pos32(bits);
+
+					collect_row(mgr, &collected[x], t->rows[x],
+								t->done & mgr->xonly[x]);
+					bits &= bits - 1;
+				}
+				EddyStoredTupleFree(es, t);
+			}
+			StairIterDelete(&it);
+		}
+		st->complete = true;
+		if (sd->side == 1)
+			EddyHashJoinForgetSigs(sd->join);
+	}
+
+	/* 2. replay, under the current routing; nothing is counted */
+	stats = palloc(sizeof(EddyModuleStats) * 2 * es->nmodules);
+	for (i = 0; i < es->nmodules; i++)
+		memcpy(&stats[2 * i], es->modules[i]->stats, sizeof(EddyModuleStats) * 2);
+	if (es->css.ss.ps.instrument)
+		nfiltered1 = es->css.ss.ps.instrument->nfiltered1;
+	order = palloc(sizeof(int) * es->nsources);
+	for (k = 1; k <= es->nexhausted; k++)
+		for (i = 0; i < es->nsources; i++)
+			if (es->sources[i].exhausted && es->sources[i].exhausted_rank == k)
+				order[norder++] = i;
+	for (i = 0; i < es->nsources; i++)
+		if ((es->scanned & (1u << i)) && !es->sources[i].exhausted)
+			order[norder++] = i;
+
+	es->replaying = true;
+	es->exhausted = 0;
+	if (forced)
+		EddyRouterSetPolicy(&es->router, EDDY_POLICY_RANDOM);
+	MemoryContextSwitchTo(old);
+	for (k = 0; k < norder; k++)
+	{
+		int			x = order[k];
+		CollectedRows *c = &collected[x];
+
+		for (i = 0; i < c->n; i++)
+		{
+			EddyTuple  *t;
+
+			CHECK_FOR_INTERRUPTS();
+			t = EddyTupleAlloc(es, &es->transient);
+			memset(t->rows, 0, sizeof(EddyRow *) * es->nsources);
+			t->spans = 1u << x;
+			t->done = c->done[i];
+			t->rows[x] = c->rows[i];
+			EddyReplay(es, t);
+			EddyForgetTransient(es);
+		}
+		es->exhausted |= exhausted & (1u << x);
+	}
+	Assert(es->exhausted == exhausted);
+	es->exhausted = exhausted;
+	es->replaying = false;
+	if (forced)
+		EddyRouterSetPolicy(&es->router, policy);
+	MemoryContextSwitchTo(cxt);
+
+	/* restore the counters; count the moves */
+	for (i = 0; i < es->nmodules; i++)
+		memcpy(es->modules[i]->stats, &stats[2 * i], sizeof(EddyModuleStats) * 2);
+	if (es->css.ss.ps.instrument)
+		es->css.ss.ps.instrument->nfiltered1 = nfiltered1;
+	for (k = 0; k < mgr->nsides; k++)
+	{
+		EddyMigrationSide *sd = &mgr->sides[k];
+		Stair	   *st = sd->stair;
+		uint64		alone = count_alone(sd);
+
+		st->inserted = counters[4 * k];
+		st->probed = counters[4 * k + 1];
+		st->matched = counters[4 * k + 2];
+		st->skipped = counters[4 * k + 3];
+		if (alone > alone_before[k])
+		{
+			st->demoted += alone - alone_before[k];
+			moved += alone - alone_before[k];
+		}
+		else
+		{
+			st->promoted += alone_before[k] - alone;
+			moved += alone_before[k] - alone;
+		}
+		rebuilt += st->nentries;
+	}
+	EddyCheckMemory(es);
+	if (mgr->debug_every > 0)
+		check_state(es);
+	MemoryContextSwitchTo(old);
+	MemoryContextDelete(cxt);
+
+	/* account */
+	mgr->migrations++;
+	mgr->moved += moved;
+	mgr->rebuilt += rebuilt;
+	{
+		double		ns = eddy_now_ns() - start;
+
+		mgr->ns += ns;
+		if (mgr->nevents < EDDY_MAX_MIGRATION_EVENTS)
+		{
+			EddyMigrationEvent *ev = &mgr->events[mgr->nevents++];
+
+			ev->routed = EddyRouterRouted(&es->router);
+			ev->moved = moved;
+			ev->rebuilt = rebuilt;
+			ev->ms = ns / 1e6;
+			ev->forced = forced;
+		}
+		else
+			mgr->events_truncated = true;
+	}
 }
 
 /*
  * At a point of stasis (exec.c, before the transient arena is rewound):
- * forced moves, then the policy's, once per recomputation of the routing.
+ * forced migrations, then the policy's, once per recomputation of the
+ * routing.
  */
 void
 EddyMigrationStasis(EddyState *es)
 {
 	EddyMigrator *mgr = es->migrator;
-	int			i;
+	uint64		total;
+	double		benefit;
 
 	if (es->router.held)
 		return;					/* eddy.routing_hold: nothing moves yet */
 	if (mgr->debug_every > 0 && --mgr->until_forced <= 0)
 	{
-		mgr->until_forced = mgr->debug_every;
-		forced_migration(es);
+		migrate(es, true);
+		mgr->forced++;
+		mgr->until_forced = mgr->debug_every <<
+			Min(mgr->forced / EDDY_FORCED_PER_INTERVAL, 20);
 	}
 	if (mgr->policy == EDDY_MIGRATION_OFF ||
 		es->router.recomputations == mgr->seen_recomputations)
 		return;
 	mgr->seen_recomputations = es->router.recomputations;
 
-	for (i = 0; i < mgr->nmigrants; i++)
+	if (misplaced(es, &total, &benefit) == 0)
 	{
-		EddyMigrant *mg = &mgr->migrants[i];
-		int			p = preferred(es, mg);
-		uint64		nread = es->sources[mg->rel].nread;
-
-		/*
-		 * The rows read since the previous evaluation went first where the
-		 * routing then sent them: without a move, a change of decision
-		 * leaves the state mixed, whatever `arranged` says.
-		 */
-		if (mg->last_pref >= 0)
-			mg->routed[mg->last_pref] += (double) (nread - mg->seen_read);
-		mg->seen_read = nread;
-		mg->last_pref = p;
-
-		if (mgr->policy == EDDY_MIGRATION_GREEDY &&
-			(p < 0 || p == mg->arranged))
-			continue;
-		if (mgr->policy == EDDY_MIGRATION_GUARDED)
-		{
-			/* guarded: anything arranged the other way is worth a look */
-			if (p < 0 || mg->routed[1 - p] == 0.0)
-			{
-				mg->streak = 0;
-				continue;
-			}
-			if (++mg->streak < mg->hold || !move_pays(es, mg, p))
-				continue;
-			mg->hold *= 2;
-			mg->streak = 0;
-		}
-		swap(es, mg, p, false);
+		mgr->streak = 0;
+		return;
 	}
+	if (mgr->policy == EDDY_MIGRATION_GUARDED)
+	{
+		if (++mgr->streak < mgr->hold || benefit <= (double) total)
+			return;
+		mgr->hold *= 2;
+		mgr->streak = 0;
+	}
+	migrate(es, false);
 }
 
 /* Rescan: the state is gone; what was learnt (the back-off) stays */
@@ -670,19 +840,16 @@ void
 EddyMigrationRescan(EddyState *es)
 {
 	EddyMigrator *mgr = es->migrator;
-	int			i;
+	int			k;
 
 	if (mgr == NULL)
 		return;
 	mgr->until_forced = mgr->debug_every;
-	for (i = 0; i < mgr->nmigrants; i++)
-	{
-		mgr->migrants[i].arranged = preferred(es, &mgr->migrants[i]);
-		mgr->migrants[i].last_pref = mgr->migrants[i].arranged;
-		mgr->migrants[i].routed[0] = mgr->migrants[i].routed[1] = 0.0;
-		mgr->migrants[i].seen_read = 0;
-		mgr->migrants[i].streak = 0;
-	}
+	mgr->forced = 0;
+	mgr->streak = 0;
+	for (k = 0; k < mgr->nsides; k++)
+		if (mgr->sides[k].side == 1)
+			EddyHashJoinForgetSigs(mgr->sides[k].join);
 }
 
 void
@@ -699,15 +866,14 @@ EddyMigrationExplain(EddyState *es, ExplainState *xs)
 	appendStringInfoString(&buf, EddyMigrationName(mgr->policy));
 	if (mgr->debug_every > 0)
 		appendStringInfo(&buf, ", forced every %d", mgr->debug_every);
-	if (es->stems)
-		appendStringInfoString(&buf, " (nothing to move: SteM mode stores base tuples only)");
-	else if (mgr->nmigrants == 0)
-		appendStringInfoString(&buf, " (no relation in the middle of a three-relation path of hash joins)");
+	if (mgr->why_not != NULL)
+		appendStringInfo(&buf, " (nothing to move: %s)", mgr->why_not);
 	ExplainPropertyText("State Migration", buf.data, xs);
-	if (!analyze || mgr->nmigrants == 0)
+	if (!analyze || mgr->why_not != NULL)
 		return;
 	ExplainPropertyUInteger("Migrations", NULL, mgr->migrations, xs);
 	ExplainPropertyUInteger("Tuples Moved", NULL, mgr->moved, xs);
+	ExplainPropertyUInteger("Entries Rebuilt", NULL, mgr->rebuilt, xs);
 	if (xs->timing)
 		ExplainPropertyFloat("Migration Time", "ms", mgr->ns / 1e6, 3, xs);
 	if (!xs->verbose || mgr->nevents == 0)
@@ -716,13 +882,12 @@ EddyMigrationExplain(EddyState *es, ExplainState *xs)
 	for (i = 0; i < mgr->nevents; i++)
 	{
 		EddyMigrationEvent *ev = &mgr->events[i];
-		EddySource *src = &es->sources[ev->rel];
 
 		if (i > 0)
 			appendStringInfoString(&buf, "; ");
-		appendStringInfo(&buf, "at " UINT64_FORMAT ": %s from %d to %d, " UINT64_FORMAT " moved%s",
-						 ev->routed, src->name ? src->name : "?",
-						 ev->from + 1, ev->to + 1, ev->moved,
+		appendStringInfo(&buf, "at " UINT64_FORMAT ": " UINT64_FORMAT " moved, "
+						 UINT64_FORMAT " rebuilt%s",
+						 ev->routed, ev->moved, ev->rebuilt,
 						 ev->forced ? " (forced)" : "");
 		if (xs->timing)
 			appendStringInfo(&buf, " in %.3f ms", ev->ms);

@@ -28,8 +28,13 @@
  *
  * A STAIR that skipped a tuple for either reason is no longer complete
  * (stair.h): these are the documented exceptions to the completeness
- * rule, and state migration must not read such a STAIR (or turn the
- * optimisations off where it migrates).
+ * rule.  State migration (migrate.c) rebuilds the state from the rows the
+ * STAIRs hold, which is sound with both: a row missing from every STAIR
+ * can be in no future result.
+ *
+ * While the eddy may migrate, each side counts its entries by signature
+ * (the sources they span): what migration compares with the routing, and
+ * what lets its replay skip probes that can only make complete results.
  *
  * SteM mode (eddy.state_mode = stems; Raman, Deshpande & Hellerstein, ICDE
  * 2003).  A STAIR then holds base tuples of its end's relation only, as a
@@ -102,6 +107,11 @@ typedef struct EddyHashJoin
 	int			hslot[2];		/* the end's row hash slot of the keys, or -1 */
 	uint32		probers[2];		/* scanned sources whose tuples may probe
 								 * side d's STAIR: those of side 1 - d */
+
+	/* while the eddy may migrate: per side, its entries by signature */
+	EddySigCount *sigs[2];
+	int			nsigs[2];
+	int			maxsigs[2];
 } EddyHashJoin;
 
 static EddyTuple *hashjoin_route(EddyState *es, EddyModule *m, int dir,
@@ -250,6 +260,53 @@ join_hash(EddyState *es, EddyHashJoin *hj, int side, EddyTuple *t, Datum *keys)
 	return hash;
 }
 
+/* Count an entry of signature `spans` stored on side `side` */
+static void
+note_sig(EddyHashJoin *hj, int side, uint32 spans)
+{
+	EddySigCount *c = hj->sigs[side];
+	int			n = hj->nsigs[side];
+	int			i;
+
+	for (i = 0; i < n; i++)
+		if (c[i].spans == spans)
+		{
+			c[i].count++;
+			return;
+		}
+	if (n >= hj->maxsigs[side])
+	{
+		hj->maxsigs[side] = Max(8, 2 * n);
+		hj->sigs[side] = c = (c == NULL) ?
+			MemoryContextAlloc(GetMemoryChunkContext(hj),
+							   sizeof(EddySigCount) * hj->maxsigs[side]) :
+			repalloc(c, sizeof(EddySigCount) * hj->maxsigs[side]);
+	}
+	c[n].spans = spans;
+	c[n].count = 1;
+	hj->nsigs[side] = n + 1;
+}
+
+/*
+ * State migration's replay (migrate.c) drops complete results: a tuple
+ * that spans its whole side of the join, probing a STAIR whose entries all
+ * span the other whole side, can only make complete results, and need not
+ * probe.
+ */
+static bool
+replay_probe_useless(EddyHashJoin *hj, int dir, EddyTuple *t)
+{
+	int			i;
+
+	if (t->spans != hj->ends.side[dir])
+		return false;
+	for (i = 0; i < hj->nsigs[1 - dir]; i++)
+		if (hj->sigs[1 - dir][i].count > 0 &&
+			hj->sigs[1 - dir][i].spans != hj->ends.side[1 - dir])
+			return false;
+	return true;
+}
+
 /*
  * Insert into side dir's STAIR; the first insertion sizes its slot array
  * from the planner's estimate (a STAIR only probed keeps its small one).
@@ -267,6 +324,9 @@ stair_insert(EddyState *es, EddyHashJoin *hj, int dir, uint32 hash, Datum *keys,
 								(double) es->max_memory / 4 /
 								STAIR_PRESIZE_BYTES_PER_ENTRY));
 	StairInsert(stair, hash, keys, payload);
+	if (unlikely(es->migrating))
+		note_sig(hj, dir, EddyPayloadIsRow(payload) ? 1u << hj->ends.rel[dir] :
+				 ((EddyTuple *) payload)->spans);
 	if (unlikely((++es->inserts & 63) == 0))
 		EddyCheckMemory(es);
 }
@@ -490,6 +550,8 @@ hashjoin_route(EddyState *es, EddyModule *m, int dir, EddyTuple *t)
 		if (other->nentries == 0 ||
 			!EddyJoinKeys(es, ends, dir, t, keys, &es->transient))
 			return NULL;
+		if (unlikely(es->replaying) && replay_probe_useless(hj, dir, t))
+			return NULL;
 		hash = join_hash(es, hj, dir, t, keys);
 		if (ends->unique[1 - dir])
 		{
@@ -550,6 +612,8 @@ hashjoin_route(EddyState *es, EddyModule *m, int dir, EddyTuple *t)
 	stair_insert(es, hj, dir, hash, keys, payload);
 	if (other->nentries == 0)
 		return NULL;			/* nothing to match yet */
+	if (unlikely(es->replaying) && replay_probe_useless(hj, dir, t))
+		return NULL;
 	f = EddyPushFrame(es, m, dir, probe);
 	StairProbeBegin(&f->sp, other, hash, keys);
 	return NULL;
@@ -581,17 +645,29 @@ EddyHashJoinStair(EddyModule *m, int side)
 	return ((EddyHashJoin *) m)->stair[side];
 }
 
-bool
-EddyHashJoinKeyHash(EddyState *es, EddyModule *m, int side, EddyTuple *t,
-					Datum *keys, uint32 *hash)
+/*
+ * The signatures of side `side`'s entries (counted while es->migrating:
+ * migrate.c turns that on when the node starts, or not at all) and their
+ * counts; the number of signatures.
+ */
+int
+EddyHashJoinSigs(EddyModule *m, int side, EddySigCount **sigs)
 {
 	EddyHashJoin *hj = (EddyHashJoin *) m;
 
 	Assert(EddyModuleIsHashJoin(m));
-	if (!EddyJoinKeys(es, &hj->ends, side, t, keys, &es->stored))
-		return false;
-	*hash = join_hash(es, hj, side, t, keys);
-	return true;
+	*sigs = hj->sigs[side];
+	return hj->nsigs[side];
+}
+
+/* The STAIRs were emptied (state migration, rescan) */
+void
+EddyHashJoinForgetSigs(EddyModule *m)
+{
+	EddyHashJoin *hj = (EddyHashJoin *) m;
+
+	Assert(EddyModuleIsHashJoin(m));
+	hj->nsigs[0] = hj->nsigs[1] = 0;
 }
 
 /* The next match of a frame's probe, or NULL */
@@ -623,6 +699,7 @@ hashjoin_rescan(EddyState *es, EddyModule *m)
 	StairSelfCheck(hj->stair[1]);
 	StairClear(hj->stair[0]);
 	StairClear(hj->stair[1]);
+	hj->nsigs[0] = hj->nsigs[1] = 0;
 	if (es->stems)
 		hj->stair[0]->complete = hj->stair[1]->complete = false;
 }

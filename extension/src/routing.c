@@ -508,6 +508,39 @@ compute_chain(EddyRouter *router)
 	router->epoch_first = router->chain_len > 0 ? router->chain[0] : -1;
 }
 
+/* Start a new epoch: every entry is recomputed on first use */
+static void
+next_epoch(EddyRouter *router)
+{
+	router->epoch++;
+	if (router->epoch == 0)		/* wrapped: 0 would match fresh entries */
+	{
+		if (router->direct)
+			memset(router->route_epoch, 0,
+				   ((Size) 1 << router->nmodules) * sizeof(uint32));
+		else
+		{
+			memset(router->entries, 0, sizeof(EddyRouteEntry) * router->nentries);
+			router->nentries_used = 0;
+		}
+		router->epoch = 1;
+	}
+}
+
+/*
+ * Route by `policy` from now on, with the scores of the last recomputation,
+ * in a new epoch: state migration's forced moves (migrate.c) replay the
+ * state under random routing, then restore the eddy's policy.  Not for a
+ * chain.
+ */
+void
+EddyRouterSetPolicy(EddyRouter *router, EddyRoutingPolicy policy)
+{
+	Assert(router->chain_len < 0);
+	router->policy = policy;
+	next_epoch(router);
+}
+
 /*
  * Recompute the routing decisions: every reopt_frequency tuples routed.
  * The fixed policy never changes its mind, so after the first computation
@@ -535,19 +568,7 @@ EddyRouterReoptimize(EddyRouter *router)
 	}
 	update_statistics(router);
 	score_targets(router);
-	router->epoch++;
-	if (router->epoch == 0)		/* wrapped: 0 would match fresh entries */
-	{
-		if (router->direct)
-			memset(router->route_epoch, 0,
-				   ((Size) 1 << router->nmodules) * sizeof(uint32));
-		else
-		{
-			memset(router->entries, 0, sizeof(EddyRouteEntry) * router->nentries);
-			router->nentries_used = 0;
-		}
-		router->epoch = 1;
-	}
+	next_epoch(router);
 	router->recomputations++;
 	if (router->chain_len >= 0)
 		compute_chain(router);

@@ -203,6 +203,7 @@ extern void EddyRouterRelease(EddyRouter *router);
 extern int	EddyRouterChoose(EddyRouter *router, uint32 spans, uint64 done);
 extern int	EddyRouterLookup(EddyRouter *router, uint32 spans, uint64 done);
 extern void EddyRouterReoptimize(EddyRouter *router);
+extern void EddyRouterSetPolicy(EddyRouter *router, EddyRoutingPolicy policy);
 extern void EddyRouterHistoryAppend(EddyRouter *router, int target, uint64 tuples);
 extern uint64 EddyRouterFirst(EddyRouter *router, int target);
 extern void EddyRouterSyncChain(EddyRouter *router);

@@ -146,6 +146,8 @@ StairCreateInArena(StairJoinKeys *keys, int side, EddyArena *arena)
 	Stair	   *stair = StairCreate(keys, side, arena->cxt);
 
 	stair->arena = arena;
+	if (keys->nkeys < EDDY_ARENA_FREE_LISTS)
+		stair->free_list = (StairEntry **) &arena->free_lists[keys->nkeys];
 	return stair;
 }
 
@@ -197,6 +199,7 @@ StairCreate(StairJoinKeys *keys, int side, MemoryContext mcxt)
 	stair->side = side;
 	stair->mcxt = mcxt;
 	stair->complete = true;
+	stair->free_list = &stair->free_entries;
 	stair_new_slots(stair, STAIR_INITIAL_SLOTS);
 	return stair;
 }
@@ -328,12 +331,12 @@ stair_flush(Stair *stair)
 static inline StairEntry *
 stair_alloc_entry(Stair *stair)
 {
-	StairEntry *e = stair->free_entries;
+	StairEntry *e = *stair->free_list;
 	Size		size = offsetof(StairEntry, keys) + sizeof(Datum) * stair->keys->nkeys;
 
 	if (e != NULL)
 	{
-		stair->free_entries = e->next;
+		*stair->free_list = e->next;
 		return e;
 	}
 	return stair->arena ? EddyArenaAlloc(stair->arena, size) :
@@ -530,7 +533,7 @@ StairReset(Stair *stair)
 	stair->npending = 0;
 	stair->pending_first = 0;
 	stair->complete = true;
-	stair->free_entries = NULL;
+	stair->free_entries = NULL; /* an arena's shared list goes with the arena */
 }
 
 /*
@@ -610,8 +613,8 @@ StairIterDelete(StairIterator *it)
 	Assert(it->elink != NULL && *it->elink != NULL && !it->deleted);
 	e = *it->elink;
 	*it->elink = e->next;
-	e->next = stair->free_entries;	/* reused by StairInsert */
-	stair->free_entries = e;
+	e->next = *stair->free_list;	/* reused by StairInsert */
+	*stair->free_list = e;
 	it->deleted = true;
 	stair->nentries--;
 	if (*stair_head(stair, it->slot) == NULL)

@@ -62,7 +62,10 @@
  * once, in no particular order, and may delete the entry just returned:
  * the operations state migration (demotion and promotion, VLDB 2004
  * section 3.1.1) and spilling build on.  Deletion unlinks the entry and
- * keeps it on a free list that insertions reuse; a slot its group empties
+ * keeps it on a free list that insertions reuse (in an arena, the arena's
+ * list for entries with as many keys, shared by every STAIR of the arena:
+ * an entry state migration takes out of one STAIR is reused by another);
+ * a slot its group empties
  * stays its hash's (slots never move during an iteration, which must not
  * be interleaved with insertions), and the next insertion of that hash
  * refills it.  So a STAIR whose
@@ -135,6 +138,8 @@ typedef struct Stair
 	uint64		ngroups;		/* groups with entries */
 	uint64		nentries;		/* entries, queued ones included */
 	StairEntry *free_entries;	/* deleted entries, chained by their next */
+	StairEntry **free_list;		/* where they chain: &free_entries, or the
+								 * arena's list for entries of this size */
 	int			npending;		/* queued insertions, oldest first from */
 	int			pending_first;	/* this index of the ring */
 	uint32		pending_hash[STAIR_PENDING];

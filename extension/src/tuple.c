@@ -72,6 +72,7 @@ row_make(EddyArena *arena, EddySource *src, Datum *values, bool *isnull,
 				size += MAXALIGN(datumGetSize(values[c], false, src->typlen[c]));
 	row = (EddyRow *) ((char *) EddyArenaAlloc(arena, size) + prefix);
 	row->in_state = false;
+	row->mark = 0;
 	row->hvalid = 0;
 	row->isnull = (bool *) ((char *) row + offsetof(EddyRow, hash) +
 							sizeof(uint32) * src->nhash);

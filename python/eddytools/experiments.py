@@ -293,15 +293,15 @@ def eddy_counters(conn: psycopg.Connection, cfg: Config) -> dict:
     eddy = next((n for n in plan_nodes(doc["Plan"])
                  if n.get("Custom Plan Provider") == "Eddy"), {})
     out: dict[str, Any] = {"execution_ms": doc.get("Execution Time")}
-    for key in ("State Migration", "Migrations", "Tuples Moved", "Migration Time",
+    for key in ("State Migration", "Migrations", "Tuples Moved", "Entries Rebuilt",
+                "Migration Time",
                 "Tuples Routed", "Recomputations", "Peak Memory", "Tuples Read",
                 "Migration History"):
         if key in eddy:
             out[key.lower().replace(" ", "_")] = eddy[key]
     history = out.get("migration_history") or ""
-    m = re.search(r"at (\d+): (\S+) from (\d+) to (\d+), (\d+) moved", history)
+    m = re.search(r"at (\d+): (\d+) moved", history)
     if m and out.get("tuples_routed"):
-        out["first_migration_relation"] = m.group(2)
         out["first_migration_at"] = int(m.group(1))
         out["first_migration_fraction"] = int(m.group(1)) / out["tuples_routed"]
     if isinstance(history, str) and len(history) > 2000:
