@@ -41,7 +41,9 @@ def pg_ctl_path() -> str:
 
 postgresql_proc = factories.postgresql_proc(
     executable=pg_ctl_path(),
-    port=None,
+    # -1: --postgresql-port (run-tests.sh's EDDY_TEST_PORT) if given, else a
+    # random free port (None would ignore the option)
+    port=-1,
     postgres_options=(
         "-c shared_preload_libraries=eddy "
         "-c max_parallel_workers_per_gather=0 "

@@ -127,6 +127,29 @@ typedef enum EddySchedule
 #define EDDY_MAX_SOURCE_DELAY_MS	3600000.0
 #define EDDY_MAX_ROUTING_HOLD		100.0	/* eddy.routing_hold: percent */
 
+/*
+ * The name=value lists, source names and waits shared by the Eddy's
+ * schedule and the static symmetric hash join's (schedule.c).
+ */
+extern bool EddyParseSourceList(const char *value, double min, double max,
+								List **names, List **values, char **error);
+extern bool EddySourceListValue(const char *setting, const char *name,
+								double *value);
+extern char *EddyPlanSourceName(Plan *plan, List *rtable);
+extern void EddyWaitForSources(double wait_ms);
+extern const char *EddyScheduleName(int schedule);
+
+/*
+ * The proportional schedule reads next the source whose share read, with
+ * the tuple it would read now, is smallest: rows read over planned rows
+ * times the source's rate.
+ */
+static inline double
+EddyProportionalShare(uint64 nread, double est_rows, double rate)
+{
+	return (double) (nread + 1) / (Max(est_rows, 1.0) * rate);
+}
+
 /* guc.c */
 extern bool eddy_enabled;
 extern int	eddy_reopt_frequency;

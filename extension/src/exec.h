@@ -586,7 +586,6 @@ extern void EddyMigrationExplain(EddyState *es, ExplainState *xs);
 /* schedule.c */
 extern void EddyScheduleInit(EddyState *es);
 extern int	EddyScheduleNext(EddyState *es);
-extern const char *EddyScheduleName(int schedule);
 extern void EddyScheduleCheckHold(EddyState *es);
 
 /* explain.c */

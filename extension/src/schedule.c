@@ -25,6 +25,10 @@
  * left is delayed it sleeps on its latch until the first one is due, so
  * cancel and statement_timeout are honoured and nothing spins.  A
  * one-source eddy reads its source directly and ignores both settings.
+ * The static symmetric hash join (shj.c) honours the same three settings
+ * for its inputs that are base relations, with the parsing, naming and
+ * waiting shared from here (EddySourceListValue, EddyPlanSourceName,
+ * EddyWaitForSources, EddyProportionalShare).
  *
  * eddy.routing_hold ('orders=50', percent) is read here too, since it is
  * about reading: until that share of each listed relation's planned rows
@@ -70,9 +74,9 @@ static const struct config_enum_entry schedule_options[] = {
  * Parse "name=value, name=value" into parallel lists; false (with a
  * message in *error) on bad syntax or a value outside [min, max].
  */
-static bool
-parse_source_list(const char *value, double min, double max, List **names,
-				  List **values, char **error)
+bool
+EddyParseSourceList(const char *value, double min, double max, List **names,
+					List **values, char **error)
 {
 	char	   *copy = pstrdup(value);
 	char	   *item;
@@ -132,7 +136,7 @@ check_source_list(char **newval, double min, double max, const char *form)
 
 	if (*newval == NULL || **newval == '\0')
 		return true;
-	ok = parse_source_list(*newval, min, max, &names, &values, &error);
+	ok = EddyParseSourceList(*newval, min, max, &names, &values, &error);
 	if (!ok)
 	{
 		GUC_check_errdetail("%s.", error);
@@ -166,8 +170,9 @@ void
 EddyScheduleGucInit(void)
 {
 	DefineCustomEnumVariable("eddy.source_schedule",
-							 "How a join eddy interleaves the reading of its sources.",
-							 "build: one after another in PostgreSQL's build order; "
+							 "How a join eddy or a static symmetric hash join interleaves the reading of its sources.",
+							 "build: an eddy reads one source after another in PostgreSQL's build order, "
+							 "a static symmetric hash join its two inputs alternately; "
 							 "proportional: interleaved at rates proportional to their sizes.",
 							 &eddy_source_schedule,
 							 EDDY_SCHEDULE_BUILD,
@@ -180,7 +185,7 @@ EddyScheduleGucInit(void)
 
 	/* relation=rate, rates 1e-6 .. 1e6 (proportional schedule) */
 	DefineCustomStringVariable("eddy.source_rates",
-							   "Relative reading rates of join eddy sources, for experiments.",
+							   "Relative reading rates of join eddy sources and static symmetric hash join inputs, for experiments.",
 							   "A list of relation=rate (by alias), e.g. 'orders=2, lineitem=0.5'; "
 							   "the proportional schedule multiplies a source's share by its rate.",
 							   &eddy_source_rates,
@@ -193,9 +198,10 @@ EddyScheduleGucInit(void)
 
 	/* relation=milliseconds, 0 .. 3600000 */
 	DefineCustomStringVariable("eddy.source_delays",
-							   "Initial delays of join eddy sources, in milliseconds, for experiments.",
+							   "Initial delays of join eddy sources and static symmetric hash join inputs, in milliseconds, for experiments.",
 							   "A list of relation=milliseconds (by alias), e.g. 'customer=100': "
-							   "the source is not read before that much time has passed.",
+							   "the source is not read before that much time has passed since the "
+							   "eddy's (or the tree of static symmetric hash joins') first read.",
 							   &eddy_source_delays,
 							   "",
 							   PGC_USERSET,
@@ -230,11 +236,14 @@ EddyScheduleName(int schedule)
 	return "unknown";
 }
 
-/* The relation alias of a scanned source's plan, or NULL */
-static char *
-source_name(EddyState *es, Plan *plan)
+/*
+ * The relation alias of a scanned source's plan, or NULL: the name by which
+ * the name=value lists address it (the Eddy's sources and the static
+ * symmetric hash join's inputs, shj.c).
+ */
+char *
+EddyPlanSourceName(Plan *plan, List *rtable)
 {
-	List	   *rtable = es->css.ss.ps.state->es_range_table;
 	Index		rti = 0;
 
 	switch (nodeTag(plan))
@@ -257,13 +266,56 @@ source_name(EddyState *es, Plan *plan)
 			break;
 		case T_Result:
 		case T_Material:
-			return plan->lefttree ? source_name(es, plan->lefttree) : NULL;
+			return plan->lefttree ? EddyPlanSourceName(plan->lefttree, rtable) : NULL;
 		default:
 			break;
 	}
 	if (rti == 0 || (int) rti > list_length(rtable))
 		return NULL;
 	return rt_fetch(rti, rtable)->eref->aliasname;
+}
+
+/*
+ * The value a name=value setting gives the source called name (the last
+ * one if it is listed twice), in *value; false if the setting does not
+ * name it.  The setting was checked when it was set.
+ */
+bool
+EddySourceListValue(const char *setting, const char *name, double *value)
+{
+	List	   *names;
+	List	   *values;
+	char	   *error;
+	ListCell   *ln;
+	ListCell   *lv;
+	bool		found = false;
+
+	if (name == NULL || setting == NULL || *setting == '\0' ||
+		!EddyParseSourceList(setting, 0, DBL_MAX, &names, &values, &error))
+		return false;
+	forboth(ln, names, lv, values)
+	{
+		if (strcmp((char *) lfirst(ln), name) == 0)
+		{
+			*value = floatVal(lfirst(lv));
+			found = true;
+		}
+	}
+	return found;
+}
+
+/*
+ * Sleep on the latch for wait_ms milliseconds (at least 1), or until it is
+ * set, then honour interrupts (cancel, statement_timeout): the wait of a
+ * reader whose every source left is held back by eddy.source_delays.
+ */
+void
+EddyWaitForSources(double wait_ms)
+{
+	(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+					 (long) ceil(Max(wait_ms, 1.0)), PG_WAIT_EXTENSION);
+	ResetLatch(MyLatch);
+	CHECK_FOR_INTERRUPTS();
 }
 
 /* Which field of the sources a name=value list sets */
@@ -278,38 +330,28 @@ typedef enum SourceListField
 static void
 apply_source_list(EddyState *es, const char *setting, SourceListField field)
 {
-	List	   *names;
-	List	   *values;
-	char	   *error;
 	int			i;
 
-	if (setting == NULL || *setting == '\0' ||
-		!parse_source_list(setting, 0, DBL_MAX, &names, &values, &error))
+	if (setting == NULL || *setting == '\0')
 		return;
 	for (i = 0; i < es->nsources; i++)
 	{
 		EddySource *src = &es->sources[i];
-		ListCell   *ln;
-		ListCell   *lv;
+		double		v;
 
-		if (src->name == NULL)
+		if (!EddySourceListValue(setting, src->name, &v))
 			continue;
-		forboth(ln, names, lv, values)
+		switch (field)
 		{
-			if (strcmp((char *) lfirst(ln), src->name) != 0)
-				continue;
-			switch (field)
-			{
-				case SOURCE_RATE:
-					src->rate = floatVal(lfirst(lv));
-					break;
-				case SOURCE_DELAY:
-					src->delay_ms = floatVal(lfirst(lv));
-					break;
-				case SOURCE_HOLD:
-					src->hold_pct = floatVal(lfirst(lv));
-					break;
-			}
+			case SOURCE_RATE:
+				src->rate = v;
+				break;
+			case SOURCE_DELAY:
+				src->delay_ms = v;
+				break;
+			case SOURCE_HOLD:
+				src->hold_pct = v;
+				break;
 		}
 	}
 }
@@ -329,7 +371,8 @@ EddyScheduleInit(EddyState *es)
 		src->delay_ms = 0;
 		src->hold_pct = 0;
 		if (src->method == EDDY_SOURCE_SCAN)
-			src->name = source_name(es, src->plan->plan);
+			src->name = EddyPlanSourceName(src->plan->plan,
+											   es->css.ss.ps.state->es_range_table);
 	}
 	apply_source_list(es, eddy_source_rates, SOURCE_RATE);
 	apply_source_list(es, eddy_source_delays, SOURCE_DELAY);
@@ -419,8 +462,7 @@ EddyScheduleNext(EddyState *es)
 			}
 			if (es->schedule == EDDY_SCHEDULE_BUILD)
 				return i;		/* the first ready one in build order */
-			share = (double) (src->nread + 1) /
-				(Max(src->est_rows, 1.0) * src->rate);
+			share = EddyProportionalShare(src->nread, src->est_rows, src->rate);
 			if (best < 0 || share < best_share)
 			{
 				best = i;
@@ -433,9 +475,6 @@ EddyScheduleNext(EddyState *es)
 			return -1;			/* every source is exhausted */
 
 		/* every source left is held back: sleep until the first is due */
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 (long) ceil(Max(wait_ms, 1.0)), PG_WAIT_EXTENSION);
-		ResetLatch(MyLatch);
-		CHECK_FOR_INTERRUPTS();
+		EddyWaitForSources(wait_ms);
 	}
 }

@@ -74,6 +74,28 @@
  *				quals; when there are no more, store the tuple
  *	 SHJ_DONE	both sides exhausted (or nothing more can match)
  *
+ * The schedule.  By default (eddy.source_schedule = build) the sides are
+ * read alternately, as above.  Under eddy.source_schedule = proportional
+ * the next side is the one whose share read is smallest, rows read over
+ * the planner's rows of the child times its rate, as the Eddy schedules
+ * its sources (schedule.c), so that the two inputs end together.
+ * eddy.source_rates and eddy.source_delays apply to the inputs that are
+ * base relations, by alias (EddyPlanSourceName: a scan, possibly under a
+ * Result or Material); a join input has rate 1 and its planned rows are
+ * the join's estimate.  A delayed input is not read before its delay has
+ * passed since the first read of the tree of static SHJs it belongs to
+ * (a join whose input is itself a static SHJ passes its clock down), the
+ * other input is read meanwhile.  A join whose input is a static SHJ
+ * polls it: when nothing under that child is ready, the child returns NULL
+ * with would_block set and the time its first held-back input is due
+ * (instead of sleeping), and the parent reads its other input until then.
+ * When no input is ready, the topmost join sleeps on its latch until the
+ * first is due (WaitLatch with a timeout, then CHECK_FOR_INTERRUPTS, as
+ * the Eddy does): no spinning, and cancel and statement_timeout are
+ * honoured.  The settings are read when the node starts; a rescan starts
+ * the delays again.  With none of them the read path is the plain
+ * alternation, without a clock.
+ *
  * Invariant: every pair of tuples with equal keys is produced exactly once,
  * by whichever of the two arrived second; the first one is in its STAIR by
  * then, because a tuple is stored before the next tuple is read.
@@ -99,15 +121,24 @@
  * them, as it does for a Hash Join.
  *
  * EXPLAIN shows the hash condition and the join filter as a Hash Join
- * does; with ANALYZE, per side the tuples inserted into its STAIR, the
- * tuples that probed the other STAIR and the matches those probes found
- * (totals over all loops), and the peak memory of the join state.
+ * does, and, when the schedule is not plain alternation, "Source
+ * Schedule: alternate (t3 delay 20 ms)" (or proportional, with rates) as
+ * an Eddy shows its own; with ANALYZE, per side the tuples inserted into
+ * its STAIR, the tuples that probed the other STAIR and the matches those
+ * probes found (totals over all loops), and the peak memory of the join
+ * state; with a schedule, also the tuples read per side ("Tuples Read"),
+ * when each delayed input was first read ("First Read: t3 after 20.4
+ * ms", the first loop's: the delay honoured), and, at the topmost join of
+ * a delayed tree, how often and how long it slept on its latch.
  *
  *-------------------------------------------------------------------------
  */
 #include "eddy.h"
 
+#include <math.h>
+
 #include "commands/explain.h"
+#include "executor/instrument.h"
 #include "executor/executor.h"
 #include "miscadmin.h"
 #include "nodes/extensible.h"
@@ -125,6 +156,7 @@
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/ruleutils.h"
+#include "utils/timestamp.h"
 #include "port/pg_bitutils.h"
 
 #include "clauses.h"
@@ -174,10 +206,21 @@ enum ShjPrivateIndex
 	ShjPrivNumItems
 };
 
+struct ShjState;
+
 /* One input of the join at run time */
 typedef struct ShjSide
 {
 	PlanState  *ps;				/* the child */
+	struct ShjState *child_shj; /* the child, if it is a static SHJ: polled */
+	char	   *name;			/* a base relation's alias, or NULL */
+	double		est_rows;		/* the planner's rows of the child */
+	double		rate;			/* eddy.source_rates (proportional schedule) */
+	double		delay_ms;		/* eddy.source_delays */
+	TimestampTz ready_at;		/* not read before this; 0: ready */
+	double		first_read_ms;	/* delayed: first read after start, or -1 */
+	uint64		nread;			/* tuples read, over all loops */
+	uint64		nread_loop;		/* ... in this loop (the schedule's count) */
 	Stair	   *stair;			/* this side's stored tuples, by key */
 	int			natts;			/* columns of the child's target list */
 	int			offset;			/* its first column in the combined tuple */
@@ -213,6 +256,20 @@ typedef struct ShjState
 	int			state;			/* SHJ_* */
 	int			next_side;		/* whose turn it is to be read */
 	Datum	   *insert_keys;	/* scratch: the keys of a stored row */
+
+	/* the schedule of the reads (eddy.source_schedule, _rates, _delays) */
+	int			schedule;		/* EDDY_SCHEDULE_*; build: alternately */
+	bool		listed;			/* a side has a rate or a delay */
+	bool		paced;			/* not just alternately: proportional, a
+								 * delay, or a child that may be held back */
+	bool		delayed;		/* a delay here or in a polled child */
+	struct ShjState *parent;	/* the static SHJ that polls this one */
+	TimestampTz start_time;		/* of this loop's first read, when paced */
+	int			nwaiting;		/* sides with a ready_at still to come */
+	bool		would_block;	/* polled: returned NULL, nothing ready */
+	TimestampTz block_until;	/* ... until then */
+	uint64		nwaits;			/* latch waits, over all loops */
+	double		waited_ms;		/* ... and the time slept */
 
 	/* the tuple being probed */
 	int			probe_side;
@@ -557,6 +614,25 @@ shj_init_side(ShjState *state, int s, Plan *plan, List *keys, EState *estate,
 
 	side->ps = ExecInitNode(plan, estate, eflags);
 	desc = ExecGetResultType(side->ps);
+
+	/* its schedule: a base relation by its alias, a static SHJ polled */
+	side->est_rows = plan->plan_rows;
+	side->rate = 1.0;
+	side->delay_ms = 0;
+	side->first_read_ms = -1;
+	side->name = EddyPlanSourceName(plan, estate->es_range_table);
+	if (side->name != NULL)
+	{
+		(void) EddySourceListValue(eddy_source_rates, side->name, &side->rate);
+		(void) EddySourceListValue(eddy_source_delays, side->name,
+								   &side->delay_ms);
+	}
+	if (IsA(side->ps, CustomScanState) &&
+		((CustomScanState *) side->ps)->methods == &shj_exec_methods)
+	{
+		side->child_shj = (struct ShjState *) side->ps;
+		side->child_shj->parent = state;
+	}
 	side->natts = list_length(plan->targetlist);
 	Assert(side->natts == desc->natts);
 	side->offset = s == SHJ_OUTER ? 0 : state->side[SHJ_OUTER].natts;
@@ -683,6 +759,23 @@ shj_begin(CustomScanState *node, EState *estate, int eflags)
 												  &state->arena);
 	state->state = SHJ_START;
 	state->next_side = SHJ_INNER;
+
+	/* the schedule, from the settings as they are when the node starts */
+	state->schedule = eddy_source_schedule;
+	state->paced = state->schedule != EDDY_SCHEDULE_BUILD;
+	for (s = 0; s < 2; s++)
+	{
+		ShjSide    *side = &state->side[s];
+
+		if (side->rate != 1.0 || side->delay_ms > 0)
+			state->listed = true;
+		if (side->delay_ms > 0 ||
+			(side->child_shj != NULL && side->child_shj->delayed))
+			state->delayed = true;
+		if (state->delayed ||
+			(side->child_shj != NULL && side->child_shj->paced))
+			state->paced = true;
+	}
 
 	/* skip ExecCustomScan's trampoline: ExecInitNode installs this one */
 	node->ss.ps.ExecProcNode = shj_exec_node;
@@ -823,9 +916,133 @@ shj_insert(ShjState *state)
 }
 
 /*
+ * A paced join starts a loop: the clock of its delays starts (a polled
+ * join's is its parent's, so that the delays of a tree of joins all count
+ * from the tree's first read, as an eddy's count from its own).
+ */
+static void
+shj_start_schedule(ShjState *state)
+{
+	int			s;
+
+	if (state->parent != NULL && state->parent->start_time != 0)
+		state->start_time = state->parent->start_time;
+	else
+		state->start_time = GetCurrentTimestamp();
+	state->nwaiting = 0;
+	for (s = 0; s < 2; s++)
+	{
+		ShjSide    *side = &state->side[s];
+
+		side->nread_loop = 0;
+		side->ready_at = 0;
+		if (side->delay_ms > 0)
+		{
+			side->ready_at = state->start_time +
+				(TimestampTz) ceil(side->delay_ms * 1000.0);
+			state->nwaiting++;
+		}
+	}
+}
+
+/*
+ * The side a paced join reads next: under the build schedule the side
+ * whose turn it is, else the other one; under the proportional schedule
+ * the side whose share read is smallest (the inner on a tie); in both,
+ * among the sides that are not exhausted and not held back (a delay that
+ * has not passed, a polled child that found nothing ready).  When every
+ * side left is held back, a polled join returns -1 with would_block set
+ * (its parent reads its other side meanwhile); any other join sleeps on
+ * its latch until the first is due, honouring interrupts.
+ */
+static int
+shj_schedule_next(ShjState *state)
+{
+	for (;;)
+	{
+		TimestampTz now = 0;
+		TimestampTz due = 0;
+		int			best = -1;
+		double		best_share = 0;
+		int			k;
+
+		if (state->nwaiting > 0)
+			now = GetCurrentTimestamp();
+		for (k = 0; k < 2; k++)
+		{
+			int			s;
+			ShjSide    *side;
+
+			if (state->schedule == EDDY_SCHEDULE_BUILD)
+				s = k == 0 ? state->next_side : 1 - state->next_side;
+			else
+				s = k == 0 ? SHJ_INNER : SHJ_OUTER;
+			side = &state->side[s];
+			if (side->exhausted)
+				continue;
+			if (side->ready_at != 0)
+			{
+				if (now < side->ready_at)
+				{
+					if (due == 0 || side->ready_at < due)
+						due = side->ready_at;
+					continue;
+				}
+				side->ready_at = 0;
+				state->nwaiting--;
+			}
+			if (state->schedule == EDDY_SCHEDULE_BUILD)
+			{
+				best = s;
+				break;
+			}
+			else
+			{
+				double		share = EddyProportionalShare(side->nread_loop,
+														  side->est_rows,
+														  side->rate);
+
+				if (best < 0 || share < best_share)
+				{
+					best = s;
+					best_share = share;
+				}
+			}
+		}
+		if (best >= 0)
+		{
+			state->next_side = 1 - best;
+			return best;
+		}
+		Assert(due != 0);		/* SHJ_DONE once both sides are exhausted */
+
+		if (state->parent != NULL)
+		{
+			state->would_block = true;
+			state->block_until = due;
+			return -1;
+		}
+		else
+		{
+			double		wait_ms = (double) (due - now) / 1000.0;
+			instr_time	t0;
+			instr_time	t1;
+
+			INSTR_TIME_SET_CURRENT(t0);
+			EddyWaitForSources(wait_ms);
+			INSTR_TIME_SET_CURRENT(t1);
+			INSTR_TIME_SUBTRACT(t1, t0);
+			state->nwaits++;
+			state->waited_ms += INSTR_TIME_GET_MILLISEC(t1);
+		}
+	}
+}
+
+/*
  * Read the next tuple of the side whose turn it is and start its probe.
  * Returns false if there is nothing to probe for this tuple (a NULL key, or
- * the side ended); the state says what comes next.
+ * the side ended, or, polled, nothing was ready: would_block); the state
+ * says what comes next.
  */
 static inline bool
 shj_read(ShjState *state)
@@ -836,7 +1053,12 @@ shj_read(ShjState *state)
 	TupleTableSlot *slot;
 	int			i;
 
-	if (state->side[s].exhausted)
+	if (unlikely(state->paced))
+	{
+		if ((s = shj_schedule_next(state)) < 0)
+			return false;		/* would_block */
+	}
+	else if (state->side[s].exhausted)
 		s = 1 - s;
 	else
 		state->next_side = 1 - s;
@@ -844,6 +1066,15 @@ shj_read(ShjState *state)
 	other = &state->side[1 - s];
 
 	slot = ExecProcNode(side->ps);
+	if (TupIsNull(slot) && unlikely(side->child_shj != NULL) &&
+		side->child_shj->would_block)
+	{
+		/* the child join has nothing ready yet: read the other side */
+		side->child_shj->would_block = false;
+		side->ready_at = side->child_shj->block_until;
+		state->nwaiting++;
+		return false;
+	}
 	if (TupIsNull(slot))
 	{
 		side->exhausted = true;
@@ -852,6 +1083,12 @@ shj_read(ShjState *state)
 			state->state = SHJ_DONE;
 		return false;
 	}
+
+	side->nread++;
+	side->nread_loop++;
+	if (unlikely(side->first_read_ms < 0) && side->delay_ms > 0)
+		side->first_read_ms =
+			(double) (GetCurrentTimestamp() - state->start_time) / 1000.0;
 
 	slot_getallattrs(slot);
 	if (side->any_key_expr)
@@ -912,11 +1149,14 @@ shj_exec_node(PlanState *pstate)
 					state->state = SHJ_DONE;
 					break;
 				}
+				if (state->paced)
+					shj_start_schedule(state);
 				state->state = SHJ_READ;
 				break;
 
 			case SHJ_READ:
-				(void) shj_read(state);
+				if (!shj_read(state) && unlikely(state->would_block))
+					return NULL;	/* polled: the parent reads elsewhere */
 				break;
 
 			case SHJ_PROBE:
@@ -1034,6 +1274,8 @@ shj_rescan(CustomScanState *node)
 
 		StairClear(side->stair);
 		side->exhausted = false;
+		side->ready_at = 0;
+		side->nread_loop = 0;
 
 		if (node->ss.ps.chgParam != NULL)
 			UpdateChangedParamSet(side->ps, node->ss.ps.chgParam);
@@ -1043,6 +1285,9 @@ shj_rescan(CustomScanState *node)
 	}
 	state->state = SHJ_START;
 	state->next_side = SHJ_INNER;
+	state->start_time = 0;
+	state->nwaiting = 0;
+	state->would_block = false;
 }
 
 /* ----------------------------------------------------------------
@@ -1083,6 +1328,95 @@ shj_show_side(const char *label, Stair *own, Stair *other, ExplainState *es)
 		ExplainPropertyUInteger("Probed", NULL, other->probed, es);
 		ExplainPropertyUInteger("Matched", NULL, other->matched, es);
 		ExplainCloseGroup(label, label, true, es);
+	}
+}
+
+/* A side as the schedule's lines name it: its alias, or outer/inner */
+static const char *
+shj_side_name(ShjState *state, int s)
+{
+	if (state->side[s].name != NULL)
+		return state->side[s].name;
+	return s == SHJ_OUTER ? "outer" : "inner";
+}
+
+/*
+ * The schedule, when it is not just alternate reads: "Source Schedule:
+ * alternate (t3 delay 20 ms)" as the Eddy shows its own (explain.c); with
+ * ANALYZE, the tuples each side gave, when each delayed side was first
+ * read (after its delay: the delay honoured) and the time the join slept
+ * on its latch waiting for a delayed side.
+ */
+static void
+shj_explain_schedule(ShjState *state, bool analyze, ExplainState *es)
+{
+	StringInfoData buf;
+	bool		listed = false;
+	int			s;
+
+	if (state->schedule == EDDY_SCHEDULE_BUILD && !state->listed &&
+		!state->delayed)
+		return;
+
+	initStringInfo(&buf);
+	appendStringInfoString(&buf, state->schedule == EDDY_SCHEDULE_BUILD ?
+						   "alternate" : EddyScheduleName(state->schedule));
+	for (s = 0; s < 2; s++)
+	{
+		ShjSide    *side = &state->side[s];
+
+		if (side->rate == 1.0 && side->delay_ms == 0)
+			continue;
+		appendStringInfo(&buf, "%s%s", listed ? ", " : " (",
+						 shj_side_name(state, s));
+		if (side->rate != 1.0)
+			appendStringInfo(&buf, " rate %g", side->rate);
+		if (side->delay_ms > 0)
+			appendStringInfo(&buf, " delay %g ms", side->delay_ms);
+		listed = true;
+	}
+	if (listed)
+		appendStringInfoChar(&buf, ')');
+	ExplainPropertyText("Source Schedule", buf.data, es);
+
+	if (!analyze)
+		return;
+	resetStringInfo(&buf);
+	for (s = 0; s < 2; s++)
+		appendStringInfo(&buf, "%s%s " UINT64_FORMAT, s > 0 ? ", " : "",
+						 shj_side_name(state, s), state->side[s].nread);
+	ExplainPropertyText("Tuples Read", buf.data, es);
+	resetStringInfo(&buf);
+	for (s = 0; s < 2; s++)
+	{
+		ShjSide    *side = &state->side[s];
+
+		if (side->delay_ms <= 0)
+			continue;
+		if (buf.len > 0)
+			appendStringInfoString(&buf, ", ");
+		if (side->first_read_ms < 0)
+			appendStringInfo(&buf, "%s never", shj_side_name(state, s));
+		else
+			appendStringInfo(&buf, "%s after %.1f ms", shj_side_name(state, s),
+							 side->first_read_ms);
+	}
+	if (buf.len > 0)
+		ExplainPropertyText("First Read", buf.data, es);
+	if (state->delayed && state->parent == NULL)
+	{
+		if (es->format == EXPLAIN_FORMAT_TEXT)
+		{
+			appendStringInfoSpaces(es->str, es->indent * 2);
+			appendStringInfo(es->str, "Latch Waits: " UINT64_FORMAT
+							 "  Waited: %.1f ms\n",
+							 state->nwaits, state->waited_ms);
+		}
+		else
+		{
+			ExplainPropertyUInteger("Latch Waits", NULL, state->nwaits, es);
+			ExplainPropertyFloat("Waited", "ms", state->waited_ms, 1, es);
+		}
 	}
 }
 
@@ -1127,6 +1461,7 @@ shj_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 				  "One-Time Filter", context, useprefix, es);
 	if (es->verbose)
 		ExplainPropertyBool("Inner Unique", state->inner_unique, es);
+	shj_explain_schedule(state, es->analyze && instr != NULL, es);
 
 	if (es->analyze && instr != NULL && !state->ended)
 	{

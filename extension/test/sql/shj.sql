@@ -261,5 +261,32 @@ RESET statement_timeout;
 RESET enable_nestloop;
 RESET enable_mergejoin;
 
+-- eddy.source_delays, eddy.source_rates and the proportional schedule:
+-- EXPLAIN names the inputs they apply to (base relations, by alias); a
+-- join that only holds a delayed child shows its clock; the rows are the
+-- same whatever the schedule (the delays are short: 5 and 10 ms)
+SET join_collapse_limit = 1;
+SET eddy.source_delays = 'b=5, c=10, nosuch=3';
+EXPLAIN (COSTS OFF)
+SELECT count(*) FROM (shj_a a JOIN shj_b b ON a.k = b.k) JOIN shj_c c ON c.id = b.id;
+SELECT count(*), sum(a.id + b.id + c.id)
+FROM (shj_a a JOIN shj_b b ON a.k = b.k) JOIN shj_c c ON c.id = b.id;
+EXPLAIN (COSTS OFF)
+SELECT count(*) FROM (shj_b b JOIN shj_c c ON c.id = b.id) JOIN shj_a a ON a.k = b.k;
+SET eddy.source_schedule = proportional;
+SET eddy.source_rates = 'a=2, c=0.5';
+EXPLAIN (COSTS OFF)
+SELECT count(*) FROM (shj_a a JOIN shj_b b ON a.k = b.k) JOIN shj_c c ON c.id = b.id;
+SELECT count(*), sum(a.id + b.id + c.id)
+FROM (shj_a a JOIN shj_b b ON a.k = b.k) JOIN shj_c c ON c.id = b.id;
+RESET eddy.source_delays;
+SELECT count(*), sum(a.id + b.id + c.id)
+FROM (shj_a a JOIN shj_b b ON a.k = b.k) JOIN shj_c c ON c.id = b.id;
+RESET eddy.source_rates;
+RESET eddy.source_schedule;
+RESET join_collapse_limit;
+SELECT count(*), sum(a.id + b.id + c.id)
+FROM (shj_a a JOIN shj_b b ON a.k = b.k) JOIN shj_c c ON c.id = b.id;
+
 RESET eddy.static_shj;
 RESET eddy.enabled;
