@@ -1139,8 +1139,8 @@ stored_rows(PlannerInfo *root, EddyJoinPath *jp, int i)
  * of an intermediate result).  Measured on TPC-H at scale factor 1, this
  * is above the peak memory the executor reports (EXPLAIN ANALYZE: 1.2-12x
  * of it on the eddies storing over 1 MB, work_mem 64MB), except where the
- * planner's row estimates are low; the arenas' first blocks (an eddy that stores
- * almost nothing reports about 176 kB) are left out.
+ * planner's row estimates are low; the arenas' first blocks (an eddy
+ * that stores almost nothing reports about 176 kB) are left out.
  *
  * Which STAIRs store is what the executor stores under the schedule it
  * will use (mod_hashjoin.c: "Only what can still be probed is stored"),
