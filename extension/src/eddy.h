@@ -42,6 +42,7 @@
 #include "nodes/pathnodes.h"
 #include "common/pg_prng.h"
 #include "executor/executor.h"
+#include "lib/stringinfo.h"
 
 /* Names under which the custom path/scan/state methods are registered */
 #define EDDY_NODE_NAME				"Eddy"
@@ -138,6 +139,9 @@ extern bool EddySourceListValue(const char *setting, const char *name,
 extern char *EddyPlanSourceName(Plan *plan, List *rtable);
 extern void EddyWaitForSources(double wait_ms);
 extern const char *EddyScheduleName(int schedule);
+extern void EddyScheduleExplainSource(StringInfo buf, bool *listed,
+									  const char *name, double rate,
+									  double delay_ms);
 
 /*
  * The proportional schedule reads next the source whose share read, with

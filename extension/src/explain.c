@@ -241,16 +241,10 @@ EddyExplain(CustomScanState *node, List *ancestors, ExplainState *xs)
 		{
 			EddySource *src = &es->sources[i];
 
-			if (src->method != EDDY_SOURCE_SCAN ||
-				(src->rate == 1.0 && src->delay_ms == 0))
-				continue;
-			appendStringInfo(&buf, "%s%s", listed ? ", " : " (",
-							 src->name ? src->name : "?");
-			if (src->rate != 1.0)
-				appendStringInfo(&buf, " rate %g", src->rate);
-			if (src->delay_ms > 0)
-				appendStringInfo(&buf, " delay %g ms", src->delay_ms);
-			listed = true;
+			if (src->method == EDDY_SOURCE_SCAN)
+				EddyScheduleExplainSource(&buf, &listed,
+										  src->name ? src->name : "?",
+										  src->rate, src->delay_ms);
 		}
 		if (listed)
 			appendStringInfoChar(&buf, ')');

@@ -132,6 +132,25 @@ typedef struct EddyMigrationEvent
 	bool		forced;
 } EddyMigrationEvent;
 
+/*
+ * Signatures (sources spanned, modules done), listed once each: the list
+ * grows as needed, up to EDDY_MAX_SIGNATURES, and is kept for the next
+ * evaluation.
+ */
+typedef struct Sig
+{
+	uint32		spans;
+	uint64		done;
+} Sig;
+
+typedef struct SigList
+{
+	Sig		   *v;
+	int			n;
+	int			cap;
+	MemoryContext cxt;			/* where v lives: the node's */
+} SigList;
+
 /* A hash join side, as migration sees it */
 typedef struct EddyMigrationSide
 {
@@ -140,10 +159,7 @@ typedef struct EddyMigrationSide
 	Stair	   *stair;
 	uint32		alone;			/* the signature of its end's row alone */
 	uint32		probers;		/* scanned sources whose tuples probe it */
-	/* expected_spans: the signatures the current routing stores here */
-	uint32	   *expected;
-	int			nexpected;
-	int			maxexpected;
+	SigList		stored;			/* expected_spans: what the routing stores here */
 } EddyMigrationSide;
 
 typedef struct EddyMigrator
@@ -156,6 +172,7 @@ typedef struct EddyMigrator
 	int			nsides;
 	EddyMigrationSide *sides;
 	uint64	   *xonly;			/* per source: selections on it alone */
+	SigList		work;			/* expected_spans: signatures to follow */
 	uint64		seen_recomputations;
 	int			streak;			/* guarded: recomputations misplaced */
 	int			hold;			/* guarded: ... needed before a migration */
@@ -222,6 +239,7 @@ EddyMigrationInit(EddyState *es)
 		return;
 
 	mgr->xonly = palloc0(sizeof(uint64) * es->nsources);
+	mgr->work.cxt = CurrentMemoryContext;
 	for (i = 0; i < es->nmodules; i++)
 	{
 		EddyModule *m = es->modules[i];
@@ -252,8 +270,7 @@ EddyMigrationInit(EddyState *es)
 			sd->stair = EddyHashJoinStair(m, s);
 			sd->alone = 1u << spec->rel[s];
 			sd->probers = spec->side[1 - s] & es->scanned;
-			sd->maxexpected = 8;
-			sd->expected = palloc(sizeof(uint32) * sd->maxexpected);
+			sd->stored.cxt = CurrentMemoryContext;
 		}
 	}
 	es->migrating = true;
@@ -264,46 +281,40 @@ EddyMigrationInit(EddyState *es)
  * ----------------------------------------------------------------
  */
 
-typedef struct Sig
-{
-	uint32		spans;
-	uint64		done;
-} Sig;
-
-typedef struct SigWork
-{
-	Sig		   *sigs;			/* every signature seen; those from `next`
-								 * on are still to follow */
-	int			n;
-	int			next;
-	bool		overflow;
-} SigWork;
-
-static void
-sig_push(SigWork *w, uint32 spans, uint64 done)
+/* Add a signature: true if it is new; *overflow when the list is full */
+static bool
+sig_add(SigList *l, uint32 spans, uint64 done, bool *overflow)
 {
 	int			i;
 
-	for (i = 0; i < w->n; i++)
-		if (w->sigs[i].spans == spans && w->sigs[i].done == done)
-			return;
-	if (w->n >= EDDY_MAX_SIGNATURES)
+	for (i = 0; i < l->n; i++)
+		if (l->v[i].spans == spans && l->v[i].done == done)
+			return false;
+	if (l->n >= EDDY_MAX_SIGNATURES)
 	{
-		w->overflow = true;
-		return;
+		*overflow = true;
+		return false;
 	}
-	w->sigs[w->n].spans = spans;
-	w->sigs[w->n].done = done;
-	w->n++;
+	if (l->n >= l->cap)
+	{
+		l->cap = Max(16, 2 * l->cap);
+		l->v = l->v == NULL ? MemoryContextAlloc(l->cxt, sizeof(Sig) * l->cap) :
+			repalloc(l->v, sizeof(Sig) * l->cap);
+	}
+	l->v[l->n].spans = spans;
+	l->v[l->n].done = done;
+	l->n++;
+	return true;
 }
 
+/* Is spans among the signatures the routing stores on side sd? */
 static bool
 expected_has(EddyMigrationSide *sd, uint32 spans)
 {
 	int			i;
 
-	for (i = 0; i < sd->nexpected; i++)
-		if (sd->expected[i] == spans)
+	for (i = 0; i < sd->stored.n; i++)
+		if (sd->stored.v[i].spans == spans)
 			return true;
 	return false;
 }
@@ -311,42 +322,40 @@ expected_has(EddyMigrationSide *sd, uint32 spans)
 /*
  * Work out, per hash join side, the signatures an eddy routing every tuple
  * by the current routing table would store there: follow every scanned
- * source's fresh tuple through the table (selections pass, joins store the
- * tuple on its side and make results with what the other side stores), to
- * a fixed point.  False if there are too many signatures to follow.
- * Tuple done bits are followed exactly; sides keep spans only.
+ * source's fresh tuple through the table (selections pass, an index join
+ * adds its far end, a hash join stores the tuple on its side and makes
+ * results with every signature the other side stores), to a fixed point.
+ * Each pair of signatures stored on the two sides of a join is joined once,
+ * when the later of the two is stored.  False if there are too many
+ * signatures to follow.
  */
 static bool
 expected_spans(EddyState *es)
 {
 	EddyMigrator *mgr = es->migrator;
-	SigWork		w;
-	Sig		  **stored;			/* per side: (spans, done) stored there */
-	int		   *nstored;
+	SigList    *work = &mgr->work;
+	bool		overflow = false;
+	int			next = 0;
 	int			i;
 
-	w.sigs = palloc(sizeof(Sig) * EDDY_MAX_SIGNATURES);
-	w.n = w.next = 0;
-	w.overflow = false;
-	stored = palloc0(sizeof(Sig *) * mgr->nsides);
-	nstored = palloc0(sizeof(int) * mgr->nsides);
+	work->n = 0;
 	for (i = 0; i < mgr->nsides; i++)
-	{
-		mgr->sides[i].nexpected = 0;
-		stored[i] = palloc(sizeof(Sig) * EDDY_MAX_SIGNATURES);
-	}
+		mgr->sides[i].stored.n = 0;
 	for (i = 0; i < es->nsources; i++)
 		if (es->scanned & (1u << i))
-			sig_push(&w, 1u << i, 0);
+			sig_add(work, 1u << i, 0, &overflow);
 
-	while (w.next < w.n && !w.overflow)
+	while (next < work->n && !overflow)
 	{
-		Sig			sig = w.sigs[w.next++];
+		Sig			sig = work->v[next++];
 		int			target = EddyRoute(&es->router, sig.spans, sig.done);
 		EddyRouteTarget *tg;
 		EddyModule *m;
 		uint64		bit;
+		EddyMigrationSide *sd;
+		EddyMigrationSide *other;
 		int			k;
+		int			j;
 
 		if (target == EDDY_ROUTE_OUTPUT)
 			continue;
@@ -355,67 +364,29 @@ expected_spans(EddyState *es)
 		bit = UINT64CONST(1) << tg->module;
 		if (m->filter != NULL)
 		{
-			sig_push(&w, sig.spans, sig.done | bit);
+			sig_add(work, sig.spans, sig.done | bit, &overflow);
 			continue;
 		}
 		if (!EddyModuleIsHashJoin(m))
 		{
-			/* an index join: its result spans the far end too */
-			sig_push(&w, sig.spans | (1u << tg->far_rel), sig.done | bit);
+			sig_add(work, sig.spans | (1u << tg->far_rel), sig.done | bit, &overflow);
 			continue;
 		}
-		for (k = 0; k < mgr->nsides; k++)
-			if (mgr->sides[k].join == m && mgr->sides[k].side == tg->dir)
+		/* the sides of a join are listed in pairs, side 0 first */
+		for (k = 0; k < mgr->nsides; k += 2)
+			if (mgr->sides[k].join == m)
 				break;
 		Assert(k < mgr->nsides);
-		{
-			EddyMigrationSide *sd = &mgr->sides[k];
-			int			other = (k % 2 == 0) ? k + 1 : k - 1;
-			int			j;
-			bool		dup = false;
-
-			for (j = 0; j < nstored[k]; j++)
-				if (stored[k][j].spans == sig.spans && stored[k][j].done == sig.done)
-					dup = true;
-			if (dup)
-				continue;
-			if (nstored[k] >= EDDY_MAX_SIGNATURES)
-			{
-				w.overflow = true;
-				break;
-			}
-			stored[k][nstored[k]++] = sig;
-			if (!expected_has(sd, sig.spans))
-			{
-				if (sd->nexpected >= sd->maxexpected)
-				{
-					sd->maxexpected *= 2;
-					sd->expected = repalloc(sd->expected,
-											sizeof(uint32) * sd->maxexpected);
-				}
-				sd->expected[sd->nexpected++] = sig.spans;
-			}
-			/* its results with what the other side stores */
-			for (j = 0; j < nstored[other]; j++)
-				sig_push(&w, sig.spans | stored[other][j].spans,
-						 sig.done | stored[other][j].done | bit);
-			/* ... and that side's later entries meet it there: */
-		}
+		sd = &mgr->sides[k + tg->dir];
+		other = &mgr->sides[k + 1 - tg->dir];
+		if (!sig_add(&sd->stored, sig.spans, sig.done, &overflow))
+			continue;
+		for (j = 0; j < other->stored.n; j++)
+			sig_add(work, sig.spans | other->stored.v[j].spans,
+					sig.done | other->stored.v[j].done | bit, &overflow);
 	}
-	for (i = 0; i < mgr->nsides; i++)
-		pfree(stored[i]);
-	pfree(stored);
-	pfree(nstored);
-	pfree(w.sigs);
-	return !w.overflow;
+	return !overflow;
 }
-
-/*
- * The pairs made when a signature arrives on a side after the other side's
- * (above) are all there is: each pair of stored signatures is joined when
- * the later of the two is stored.  (The loop above adds a signature to
- * `stored` before any signature pushed after it is followed.)
- */
 
 /* Rows a scanned source is still expected to give */
 static double
@@ -840,16 +811,13 @@ void
 EddyMigrationRescan(EddyState *es)
 {
 	EddyMigrator *mgr = es->migrator;
-	int			k;
 
 	if (mgr == NULL)
 		return;
 	mgr->until_forced = mgr->debug_every;
 	mgr->forced = 0;
 	mgr->streak = 0;
-	for (k = 0; k < mgr->nsides; k++)
-		if (mgr->sides[k].side == 1)
-			EddyHashJoinForgetSigs(mgr->sides[k].join);
+	/* the hash joins forgot their entries' signatures (hashjoin_rescan) */
 }
 
 void

@@ -478,3 +478,23 @@ EddyScheduleNext(EddyState *es)
 		EddyWaitForSources(wait_ms);
 	}
 }
+
+/*
+ * EXPLAIN's "Source Schedule" (explain.c, shj.c): append one source's rate
+ * and delay to buf, opening the list with " (" at the first one listed
+ * (*listed); nothing for a source at rate 1 with no delay.  The caller
+ * closes the list when *listed.
+ */
+void
+EddyScheduleExplainSource(StringInfo buf, bool *listed, const char *name,
+						  double rate, double delay_ms)
+{
+	if (rate == 1.0 && delay_ms == 0)
+		return;
+	appendStringInfo(buf, "%s%s", *listed ? ", " : " (", name);
+	if (rate != 1.0)
+		appendStringInfo(buf, " rate %g", rate);
+	if (delay_ms > 0)
+		appendStringInfo(buf, " delay %g ms", delay_ms);
+	*listed = true;
+}

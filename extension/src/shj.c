@@ -1365,15 +1365,9 @@ shj_explain_schedule(ShjState *state, bool analyze, ExplainState *es)
 	{
 		ShjSide    *side = &state->side[s];
 
-		if (side->rate == 1.0 && side->delay_ms == 0)
-			continue;
-		appendStringInfo(&buf, "%s%s", listed ? ", " : " (",
-						 shj_side_name(state, s));
-		if (side->rate != 1.0)
-			appendStringInfo(&buf, " rate %g", side->rate);
-		if (side->delay_ms > 0)
-			appendStringInfo(&buf, " delay %g ms", side->delay_ms);
-		listed = true;
+		if (side->rate != 1.0 || side->delay_ms != 0)
+			EddyScheduleExplainSource(&buf, &listed, shj_side_name(state, s),
+									  side->rate, side->delay_ms);
 	}
 	if (listed)
 		appendStringInfoChar(&buf, ')');

@@ -71,6 +71,7 @@ from psycopg import sql
 
 from eddytools import tpch
 from eddytools.bench import csv_list
+from eddytools.bench import environment as bench_environment
 from eddytools.db import connect, multiset, sql_value
 from eddytools.tpch import QUERIES, TpchQuery
 
@@ -547,13 +548,10 @@ def environment(conn: psycopg.Connection) -> dict:
         "SELECT name, setting FROM pg_settings WHERE name LIKE 'eddy.%' ORDER BY name"
     ).fetchall())
     return {
-        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        "host": platform.node(), "machine": platform.machine(),
-        "kernel": platform.release(), "cpu_model": cpu_model(), "cpus": os.cpu_count(),
-        "mem_total_kb": mem_total_kb(), "python": platform.python_version(),
+        **bench_environment(conn),
+        "machine": platform.machine(), "kernel": platform.release(),
+        "cpu_model": cpu_model(), "mem_total_kb": mem_total_kb(),
         "psycopg": psycopg.__version__, "git_commit": git_commit(),
-        "eddy_version": sql_value(
-            conn, "SELECT extversion FROM pg_extension WHERE extname = 'eddy'"),
         "server": server, "eddy_settings": eddy,
         "load_average_start": list(os.getloadavg()),
     }
