@@ -35,9 +35,11 @@
  *	 EDDY_STATE_STASIS	a point of stasis: nothing routed is in flight, so
  *						the transient arena is rewound; this is where
  *						whatever changes state wholesale belongs: state
- *						migration (migrate.c) runs here, and flushing and
- *						spilling will; then READ
- *	 EDDY_STATE_DONE	every source exhausted and the stack empty
+ *						migration (migrate.c), and spilling when the state
+ *						outgrew eddy.max_memory (spill.c); then READ
+ *	 EDDY_STATE_DONE	every source exhausted and the stack empty; a
+ *						spilled eddy first joins its batches one after
+ *						another, each read from files as its sources
  *
  * A one-source eddy whose modules are all filters (a selection eddy) is
  * the chain case: every tuple of an epoch follows a prefix of one chain of
@@ -323,6 +325,7 @@ eddy_begin(CustomScanState *node, EState *estate, int eflags)
 				   es->nsources, source_rows, es);
 	es->router.held = es->holding;	/* the initial decisions are made */
 	EddyMigrationInit(es);
+	EddySpillInit(es);
 	es->until_sample = 1;		/* time the first tuple */
 	es->state = EDDY_STATE_READ;
 
@@ -507,6 +510,8 @@ read_source(EddyState *es)
 			slot = src->pending;	/* read by peek_sources */
 			src->pending = NULL;
 		}
+		else if (unlikely(es->spill != NULL))
+			slot = EddySpillRead(es, i);	/* a batch's file */
 		else
 			slot = ExecProcNode(src->plan);
 		if (TupIsNull(slot))
@@ -679,6 +684,8 @@ eddy_exec_node(PlanState *pstate)
 			case EDDY_STATE_STASIS:
 				if (unlikely(es->migrating))
 					EddyMigrationStasis(es);
+				if (unlikely(es->spill_wanted))
+					EddySpillStart(es);
 				EddyForgetTransient(es);
 				es->state = EDDY_STATE_READ;
 				/* FALLTHROUGH */
@@ -698,6 +705,9 @@ eddy_exec_node(PlanState *pstate)
 					t = read_source(es);
 					if (t == NULL)
 					{
+						/* spilled: the next batch, if any */
+						if (unlikely(es->spill != NULL) && EddySpillNextBatch(es))
+							break;
 						es->state = EDDY_STATE_DONE;
 						return NULL;
 					}
@@ -759,6 +769,7 @@ eddy_end(CustomScanState *node)
 	EddyState  *es = (EddyState *) node;
 	int			i;
 
+	EddySpillEnd(es, false);
 	for (i = 0; i < es->nmodules; i++)
 	{
 		EddyModule *m = es->modules[i];
@@ -800,6 +811,7 @@ eddy_rescan(CustomScanState *node)
 	es->peeked = false;
 	es->seq = 0;
 	es->unbuilt = false;
+	EddySpillEnd(es, true);
 	for (i = 0; i < es->nmodules; i++)
 	{
 		EddyModule *m = es->modules[i];

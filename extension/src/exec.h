@@ -40,6 +40,7 @@
 
 typedef struct EddyState EddyState;
 typedef struct EddyModule EddyModule;
+typedef struct EddySpill EddySpill;
 
 /* ----------------------------------------------------------------
  *		Predicates
@@ -331,6 +332,17 @@ EddyJoinKeys(EddyState *es, EddyJoinSpec *ends, int side, EddyTuple *t,
  * ----------------------------------------------------------------
  */
 
+/* What the spills of a scan's earlier loops did (spill.c), for EXPLAIN */
+typedef struct EddySpillTotals
+{
+	uint64		spills;
+	uint64		batches;
+	uint64		over;
+	uint64		rows;
+	uint64		state_rows;
+	uint64		bytes;
+} EddySpillTotals;
+
 /*
  * The main loop's states (exec.c).  Room is left between them for the
  * states that state migration, flushing and spilling add.
@@ -413,6 +425,14 @@ struct EddyState
 	uint64		seq;
 	bool		unbuilt;
 
+	/* spilling (spill.c) */
+	bool		can_spill;
+	bool		spill_wanted;	/* the state outgrew max_memory: spill at the
+								 * next point of stasis */
+	bool		over_limit;		/* the state outgrew max_memory at some time */
+	EddySpill  *spill;			/* NULL until the eddy spills */
+	EddySpillTotals spill_totals;	/* of the spills of earlier loops */
+
 	/* state migration (migrate.c), NULL when the eddy never migrates */
 	struct EddyMigrator *migrator;
 	bool		migrating;		/* ... and its state may move */
@@ -442,6 +462,7 @@ EddyForgetTransient(EddyState *es)
 }
 
 /* tuple.c */
+extern Size EddyStateMemory(EddyState *es);
 extern void EddyCheckMemory(EddyState *es);
 extern EddyRow *EddyRowMake(EddyArena *arena, EddySource *src, Datum *values,
 							bool *isnull, bool transient);
@@ -582,6 +603,15 @@ extern void EddyMigrationInit(EddyState *es);
 extern void EddyMigrationStasis(EddyState *es);
 extern void EddyMigrationRescan(EddyState *es);
 extern void EddyMigrationExplain(EddyState *es, ExplainState *xs);
+
+/* spill.c */
+extern void EddySpillInit(EddyState *es);
+extern void EddySpillStart(EddyState *es);
+extern bool EddySpillNextBatch(EddyState *es);
+extern TupleTableSlot *EddySpillRead(EddyState *es, int i);
+extern void EddySpillOver(EddyState *es);
+extern void EddySpillEnd(EddyState *es, bool rescan);
+extern void EddySpillExplain(EddyState *es, ExplainState *xs);
 
 /* schedule.c */
 extern void EddyScheduleInit(EddyState *es);

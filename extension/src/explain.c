@@ -305,8 +305,11 @@ EddyExplain(CustomScanState *node, List *ancestors, ExplainState *xs)
 		ExplainPropertyText("Final Order", int_list_string(order), xs);
 	}
 	else
+	{
 		ExplainPropertyInteger("Peak Memory", "kB",
 							   (int64) (es->peak_memory / 1024), xs);
+		EddySpillExplain(es, xs);
+	}
 	if (xs->verbose)
 		ExplainPropertyText("Routing History", history_string(es), xs);
 }

@@ -291,14 +291,15 @@ note_sig(EddyHashJoin *hj, int side, uint32 spans)
  * State migration's replay (migrate.c) drops complete results: a tuple
  * that spans its whole side of the join, probing a STAIR whose entries all
  * span the other whole side, can only make complete results, and need not
- * probe.
+ * probe.  The signatures are counted only while the eddy may migrate: a
+ * spilled eddy's replay (spill.c) probes.
  */
 static bool
-replay_probe_useless(EddyHashJoin *hj, int dir, EddyTuple *t)
+replay_probe_useless(EddyState *es, EddyHashJoin *hj, int dir, EddyTuple *t)
 {
 	int			i;
 
-	if (t->spans != hj->ends.side[dir])
+	if (!es->migrating || t->spans != hj->ends.side[dir])
 		return false;
 	for (i = 0; i < hj->nsigs[1 - dir]; i++)
 		if (hj->sigs[1 - dir][i].count > 0 &&
@@ -550,7 +551,7 @@ hashjoin_route(EddyState *es, EddyModule *m, int dir, EddyTuple *t)
 		if (other->nentries == 0 ||
 			!EddyJoinKeys(es, ends, dir, t, keys, &es->transient))
 			return NULL;
-		if (unlikely(es->replaying) && replay_probe_useless(hj, dir, t))
+		if (unlikely(es->replaying) && replay_probe_useless(es, hj, dir, t))
 			return NULL;
 		hash = join_hash(es, hj, dir, t, keys);
 		if (ends->unique[1 - dir])
@@ -612,7 +613,7 @@ hashjoin_route(EddyState *es, EddyModule *m, int dir, EddyTuple *t)
 	stair_insert(es, hj, dir, hash, keys, payload);
 	if (other->nentries == 0)
 		return NULL;			/* nothing to match yet */
-	if (unlikely(es->replaying) && replay_probe_useless(hj, dir, t))
+	if (unlikely(es->replaying) && replay_probe_useless(es, hj, dir, t))
 		return NULL;
 	f = EddyPushFrame(es, m, dir, probe);
 	StairProbeBegin(&f->sp, other, hash, keys);

@@ -23,8 +23,8 @@
  * point of stasis, when nothing routed from the row is in flight any more.
  * So a row that is never stored (a probe that finds its unique match, a
  * tuple a selection drops) is never copied.  The arenas' total is checked
- * against eddy.max_memory (EddyMaxMemoryBytes) and exceeding it is an
- * ERROR.
+ * against eddy.max_memory (EddyMaxMemoryBytes); past it the eddy spills
+ * (spill.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -34,22 +34,35 @@
 #include "utils/datum.h"
 #include "utils/memutils.h"
 
-/* Check the state's memory against eddy.max_memory; keep the peak. */
+/* The memory the state holds: both arenas and their contexts */
+Size
+EddyStateMemory(EddyState *es)
+{
+	return es->stored.allocated + es->transient.allocated +
+		MemoryContextMemAllocated(es->stored.cxt, false) +
+		MemoryContextMemAllocated(es->transient.cxt, false);
+}
+
+/*
+ * Check the state's memory against eddy.max_memory and keep the peak.
+ * Past the limit the eddy spills at its next point of stasis (spill.c);
+ * one that cannot, or whose batch outgrows it, goes on over it.
+ */
 void
 EddyCheckMemory(EddyState *es)
 {
-	Size		used = es->stored.allocated + es->transient.allocated +
-		MemoryContextMemAllocated(es->stored.cxt, false) +
-		MemoryContextMemAllocated(es->transient.cxt, false);
+	Size		used = EddyStateMemory(es);
 
 	if (used > es->peak_memory)
 		es->peak_memory = used;
-	if (used > es->max_memory)
-		ereport(ERROR,
-				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("eddy join state exceeds eddy.max_memory (%zu kB)",
-						es->max_memory / 1024),
-				 errhint("Raise eddy.max_memory, or work_mem / hash_mem_multiplier when eddy.max_memory is -1.")));
+	if (unlikely(used > es->max_memory))
+	{
+		es->over_limit = true;
+		if (es->spill != NULL)
+			EddySpillOver(es);
+		else if (es->can_spill && (es->scanned & ~es->exhausted) != 0)
+			es->spill_wanted = true;	/* not when nothing is left to read */
+	}
 }
 
 /*

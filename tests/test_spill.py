@@ -1,0 +1,244 @@
+"""Spilling (extension/src/spill.c): a join eddy whose state outgrows
+eddy.max_memory finishes in batches read from temporary files, with
+PostgreSQL's results, instead of failing.
+
+The planner keeps PostgreSQL's plan for a block whose estimated state is
+over the limit, so each query here is planned with a large limit (PREPARE,
+then EXECUTE once) and executed with a small one: the eddy starts with the
+plan and meets more state than it may hold, as when the planner's estimate
+is low.  What happened is read from EXPLAIN ANALYZE counters; temporary
+files are counted with pg_ls_tmpdir().
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import psycopg
+import pytest
+
+from eddytools.db import eddy_nodes, explain_json, multiset, set_gucs
+
+SCHEMA = """
+CREATE TABLE r AS SELECT g % 300 AS id, g AS v, (g % 300)::bigint AS id8,
+       CASE WHEN g % 17 = 0 THEN NULL ELSE 'k' || (g % 50) END AS tk
+FROM generate_series(1, 1500) g;
+CREATE TABLE s AS SELECT g AS id, CASE WHEN g % 13 = 0 THEN NULL ELSE g % 400 END AS rid,
+       (g * 7) % 250 AS tid, 'k' || (g % 60) AS tk
+FROM generate_series(1, 3000) g;
+CREATE TABLE t AS SELECT g % 250 AS id, g AS v, g % 40 AS uid, 'k' || (g % 45) AS tk
+FROM generate_series(1, 1000) g;
+CREATE TABLE u AS SELECT g % 40 AS id, g AS w, g % 7 AS wid FROM generate_series(1, 200) g;
+CREATE TABLE w AS SELECT g % 7 AS id, g AS x FROM generate_series(1, 30) g;
+CREATE TABLE dup AS SELECT g % 3 AS k, g AS v FROM generate_series(1, 300) g;
+CREATE TABLE su AS SELECT * FROM s;
+CREATE UNIQUE INDEX ON su (id);
+ANALYZE r; ANALYZE s; ANALYZE t; ANALYZE u; ANALYZE w; ANALYZE dup; ANALYZE su;
+"""
+
+QUERIES = {
+    "path3": "SELECT r.v, s.id, t.v FROM r JOIN s ON s.rid = r.id JOIN t ON s.tid = t.id "
+             "WHERE r.v % 3 <> 0",
+    "path5": "SELECT count(*), sum(r.v), sum(w.x) FROM r JOIN s ON s.rid = r.id "
+             "JOIN t ON s.tid = t.id JOIN u ON t.uid = u.id JOIN w ON u.wid = w.id",
+    "star": "SELECT s.id, r.v, t.v, dup.v FROM s JOIN r ON s.rid = r.id JOIN t ON s.tid = t.id "
+            "JOIN dup ON dup.k = s.id % 3 WHERE s.id % 11 = 0",
+    "unique": "SELECT count(*), sum(r.v) FROM r JOIN su a ON a.id = r.v "
+              "JOIN su b ON b.id = a.rid JOIN t ON t.id = b.tid",
+    "cross_type": "SELECT r.v, s.id, t.v FROM r JOIN s ON s.rid = r.id8 JOIN t ON s.tid = t.id",
+    "text_keys": "SELECT r.v, s.id, t.v FROM r JOIN s ON s.tk = r.tk JOIN t ON t.tk = s.tk "
+                 "WHERE t.v < 200",
+    "duplicates": "SELECT count(*), sum(a.v + b.v + c.v) FROM dup a JOIN dup b ON a.k = b.k "
+                  "JOIN dup c ON c.k = b.k",
+    "multi_selection": "SELECT r.v, s.id, t.v, u.w FROM r JOIN s ON s.rid = r.id "
+                       "JOIN t ON s.tid = t.id JOIN u ON t.uid = u.id "
+                       "WHERE r.v + t.v > 700 AND s.id + u.w < 2000",
+}
+
+
+def tmp_files(conn) -> int:
+    return conn.execute("SELECT count(*) FROM pg_ls_tmpdir()").fetchone()[0]
+
+
+def prepare_with_eddy(conn, query: str, **gucs) -> None:
+    """PREPARE ``query`` as spq, planned with room for its state (an eddy)."""
+    set_gucs(conn, max_memory="1GB", **gucs)
+    conn.execute("DEALLOCATE ALL")
+    conn.execute(f"PREPARE spq AS {query}")
+    assert eddy_nodes(explain_json(conn, "EXECUTE spq")), query
+
+
+def spilled(conn, query: str, memory: str, **gucs):
+    """``query``'s rows and its eddy's EXPLAIN ANALYZE, run with
+    eddy.max_memory = memory under a plan made with a large one."""
+    prepare_with_eddy(conn, query, **gucs)
+    set_gucs(conn, max_memory=memory)
+    rows = conn.execute("EXECUTE spq").fetchall()
+    (eddy,) = eddy_nodes(explain_json(conn, "EXECUTE spq", analyze=True))
+    return rows, eddy
+
+
+@pytest.fixture
+def sp(eddy_conn):
+    eddy_conn.execute(SCHEMA)
+    set_gucs(eddy_conn, selection_min_cost="0", join_method="hash")
+    return eddy_conn
+
+
+def vanilla(conn, query: str):
+    set_gucs(conn, enabled="off")
+    try:
+        return multiset(conn.execute(query).fetchall())
+    finally:
+        set_gucs(conn, enabled="on")
+
+
+@pytest.mark.parametrize("name", sorted(QUERIES))
+def test_spilled_results_are_postgresqls(sp, name):
+    """Every query, under every routing policy, each source schedule, and
+    with state migration forced at random points of stasis before the spill:
+    PostgreSQL's rows, with the eddy spilled (a 64 kB limit), and no
+    temporary file left."""
+    query = QUERIES[name]
+    want = vanilla(sp, query)
+    assert sum(want.values()) > 0
+    runs = 0
+    for policy in ("rank", "random", "lottery", "cumulative"):
+        for schedule, migration, every in (("build", "off", 0),
+                                           ("proportional", "guarded", 0),
+                                           ("proportional", "greedy", 2)):
+            rows, eddy = spilled(sp, query, "64kB", routing_policy=policy,
+                                 source_schedule=schedule, migration=migration,
+                                 debug_migrate_every=every, reopt_frequency=10)
+            assert multiset(rows) == want, (name, policy, schedule, migration)
+            if "Spill Batches" in eddy:
+                runs += 1
+                assert eddy["Batches Joined"] >= 1
+                assert eddy["Rows Spilled"] > 0
+    # the state of every query outgrows 64 kB under some setting
+    assert runs > 0, name
+    assert tmp_files(sp) == 0
+
+
+def _state_tables(conn, rows: int, keys: str, width: int) -> None:
+    """Two tables of ``rows`` rows joined on k: uniform keys (2 rows of each
+    table per key), skewed ones (half of each table on one key), or text
+    keys; a third, small, on j.  Rows carry ``width`` bytes of padding."""
+    key = {"uniform": "g / 2",
+           "skewed": "CASE WHEN g % 2 = 0 THEN 0 ELSE g END",
+           "text": "'key-' || (g / 2)"}[keys]
+    conn.execute(f"""
+        DROP TABLE IF EXISTS ba, bb, bc;
+        CREATE TABLE ba AS SELECT g AS id, {key} AS k, repeat('a', {width}) AS pad
+            FROM generate_series(1, {rows}) g;
+        CREATE TABLE bb AS SELECT g AS id, {key} AS k, g % 10 AS j, repeat('b', {width}) AS pad
+            FROM generate_series(1, {rows}) g;
+        CREATE TABLE bc AS SELECT g AS j, 'c' || g AS name FROM generate_series(0, 9) g;
+        ANALYZE ba, bb, bc;""")
+
+
+@pytest.mark.parametrize("keys", ["uniform", "skewed", "text"])
+def test_state_10x_and_100x_the_limit(sp, keys):
+    """A three-way join whose state is about 10x and 100x eddy.max_memory
+    (wide rows; uniform, skewed and text keys) completes with PostgreSQL's
+    rows, in batches, under two routing policies and with state migration;
+    no temporary file is left.  Skewed keys put half of both tables in one
+    batch, which cannot be split and goes on over the limit (counted)."""
+    _state_tables(sp, 6000 if keys == "skewed" else 20000, keys, 200)
+    query = ("SELECT count(*), sum(ba.id), sum(bb.id), max(ba.pad || bb.pad), "
+             "sum(length(bc.name)) FROM ba JOIN bb ON ba.k = bb.k JOIN bc ON bc.j = bb.j "
+             "WHERE ba.id % 5 <> 0")
+    want = vanilla(sp, query)
+    prepare_with_eddy(sp, query)
+    set_gucs(sp, max_memory="1GB")
+    (full,) = eddy_nodes(explain_json(sp, "EXECUTE spq", analyze=True))
+    assert "Spill Batches" not in full
+    peak_kb = full["Peak Memory"]
+    assert peak_kb > 1000, peak_kb
+    for factor in (10, 100):
+        for policy, migration in (("rank", "off"), ("cumulative", "guarded")):
+            limit = max(peak_kb // factor, 16)
+            rows, eddy = spilled(sp, query, f"{limit}kB", routing_policy=policy,
+                                 migration=migration)
+            assert multiset(rows) == want, (keys, factor, policy)
+            assert "Spill Batches" in eddy, eddy
+            assert eddy["Batches Joined"] >= 2
+            assert eddy["Bytes Spilled"] > 0
+            if keys != "skewed" and factor == 10:
+                # batches sized to fit: the peak stays near the limit
+                assert eddy["Peak Memory"] < 0.5 * peak_kb, (eddy["Peak Memory"], peak_kb)
+            assert tmp_files(sp) == 0
+
+
+def test_spill_files_go_on_error_cancel_and_rescan(sp, pg_dsn):
+    """Temporary files are removed when a spilled eddy ends in an error (a
+    routed predicate divides by zero in the batches), when it is cancelled
+    (statement_timeout), when a cursor over it is closed half read, and
+    across rescans (a correlated subquery); the session goes on."""
+    _state_tables(sp, 20000, "uniform", 100)
+    sp.execute("CREATE FUNCTION slow(x int) RETURNS int LANGUAGE plpgsql AS "
+               "$$ BEGIN PERFORM pg_sleep(0.0005); RETURN x; END $$")
+    # the error: bb.id = 19999 is read after the spill
+    prepare_with_eddy(sp, "SELECT count(*) FROM ba JOIN bb ON ba.k = bb.k "
+                          "WHERE 10 / (bb.id - 19999) > -100")
+    set_gucs(sp, max_memory="256kB")
+    with pytest.raises(psycopg.errors.DivisionByZero):
+        sp.execute("EXECUTE spq").fetchall()
+    assert tmp_files(sp) == 0
+
+    # the cancel, while batches are joined slowly
+    prepare_with_eddy(sp, "SELECT count(*) FROM ba JOIN bb ON ba.k = bb.k "
+                          "WHERE slow(bb.id) >= 0")
+    set_gucs(sp, max_memory="256kB")
+    sp.execute("SET statement_timeout = '2s'")
+    start = time.monotonic()
+    with pytest.raises(psycopg.errors.QueryCanceled):
+        sp.execute("EXECUTE spq").fetchall()
+    assert time.monotonic() - start < 10
+    sp.execute("RESET statement_timeout")
+    assert tmp_files(sp) == 0
+
+    # a cursor closed half read (the planner expects 10 rows of many())
+    sp.execute("CREATE FUNCTION many(n int) RETURNS SETOF int LANGUAGE plpgsql ROWS 10 "
+               "AS $$ BEGIN RETURN QUERY SELECT generate_series(1, n); END $$")
+    set_gucs(sp, max_memory="256kB")
+    cursor = "SELECT a, b FROM many(20000) a JOIN many(20000) b ON a / 2 = b / 2"
+    assert eddy_nodes(explain_json(sp, cursor))
+    sp.execute("BEGIN")
+    sp.execute(f"DECLARE c NO SCROLL CURSOR FOR {cursor}")
+    assert len(sp.execute("FETCH 30000 FROM c").fetchall()) == 30000
+    assert tmp_files(sp) > 0
+    sp.execute("CLOSE c")
+    sp.execute("COMMIT")
+    assert tmp_files(sp) == 0
+
+    # rescans: each outer row's eddy spills; PostgreSQL's counts
+    query = ("SELECT bc.j, (SELECT count(*) FROM ba JOIN bb ON ba.k = bb.k "
+             "WHERE bb.j = bc.j AND ba.id > bc.j) FROM bc")
+    want = vanilla(sp, query)
+    rows, eddy = spilled(sp, query, "128kB")
+    assert multiset(rows) == want
+    assert eddy["Actual Loops"] == 10
+    assert eddy["Batches Joined"] >= 10, eddy
+    assert tmp_files(sp) == 0
+    assert sp.execute("SELECT 1").fetchone() == (1,)
+
+
+def test_explain_shows_the_spill(sp):
+    """EXPLAIN ANALYZE of a spilled eddy shows the batches, the join they
+    were made on, the rows and bytes written and the peak memory; VERBOSE
+    adds when it spilled and the rows taken from the state.  An eddy that
+    does not spill shows none of it."""
+    _state_tables(sp, 20000, "uniform", 50)
+    query = "SELECT count(*) FROM ba JOIN bb ON ba.k = bb.k JOIN bc ON bc.j = bb.j"
+    prepare_with_eddy(sp, query)
+    plan = sp.execute("EXPLAIN (ANALYZE, TIMING OFF, COSTS OFF) EXECUTE spq").fetchall()
+    assert not any("Spill" in r[0] for r in plan)
+    set_gucs(sp, max_memory="512kB")
+    text = "\n".join(r[0] for r in sp.execute(
+        "EXPLAIN (ANALYZE, VERBOSE, TIMING OFF, COSTS OFF) EXECUTE spq").fetchall())
+    assert "Spill Batches: " in text and ", on Hash Join " in text, text
+    for label in ("Batches Joined: ", "Rows Spilled: ", "Bytes Spilled: ",
+                  "Spilled At: ", "Rows Spilled From State: ", "Peak Memory: "):
+        assert label in text, (label, text)
