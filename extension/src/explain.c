@@ -4,7 +4,9 @@
  *	  EXPLAIN of the Eddy node.
  *
  * Plain EXPLAIN: the routing policy (and the lottery window if any), the
- * reoptimization frequency, and the modules numbered in plan order, each
+ * reoptimization frequency (VERBOSE: a join eddy's estimated join state,
+ * the planner's, which decided that the eddy fits in eddy.max_memory),
+ * and the modules numbered in plan order, each
  * through its vtable's explain method: its predicate or join condition
  * (and a hash join's two STAIRs, an index join's index).  The sources are
  * the node's children.
@@ -259,6 +261,15 @@ EddyExplain(CustomScanState *node, List *ancestors, ExplainState *xs)
 			ExplainPropertyText("State Mode",
 								psprintf("stairs (stems not possible: %s)",
 										 es->stems_refused), xs);
+	}
+
+	/* VERBOSE: the planner's estimate of the join state (plan_join.c) */
+	if (xs->verbose && !es->chain && es->nstairs > 0)
+	{
+		CustomScan *cscan = (CustomScan *) node->ss.ps.plan;
+		double		est = floatVal(list_nth(cscan->custom_private, EddyPrivEstState));
+
+		ExplainPropertyInteger("Estimated Join State", "kB", (int64) (est / 1024), xs);
 	}
 
 	ExplainOpenGroup("Operators", "Operators", false, xs);

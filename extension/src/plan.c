@@ -231,6 +231,7 @@ eddy_plan_custom_path(PlannerInfo *root, RelOptInfo *rel,
 	priv[EddyPrivSources] = (Node *) list_make1(scan_source_private(source));
 	priv[EddyPrivModules] = (Node *) modules;
 	priv[EddyPrivSourceOrder] = (Node *) list_make1(makeInteger(0));
+	priv[EddyPrivEstState] = (Node *) makeFloat(pstrdup("0"));
 
 	cscan->scan.plan.targetlist = tlist;
 	cscan->scan.plan.qual = NIL;

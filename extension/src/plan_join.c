@@ -44,18 +44,39 @@
  * A relation is the inner side of at most one index join; relations that
  * no index join reaches are scanned.  A tree always has at least one.
  *
+ * Estimated join state.  The eddy is used only if the join state it would
+ * store fits in eddy.max_memory (there is no spilling yet: past it the
+ * executor raises an error where PostgreSQL's hash joins would batch).  The
+ * estimate counts what the executor stores under the schedule it will use
+ * (mod_hashjoin.c, "Only what can still be probed is stored"), so the order
+ * in which the eddy reads its sources is decided together with it, at path
+ * time, and the plan keeps that order.  With eddy.source_schedule = build
+ * the sources are read one after another: a join side stores nothing once
+ * every source of the other side has been read, so the relation read last
+ * (and a star's centre, read after its points) is never stored nor
+ * counted, and neither is what it takes part in.  With the proportional
+ * schedule, any eddy.source_delays or state migration (eddy.migration),
+ * every side may be probed until the end and everything counts.  Rows are
+ * the planner's, before any restriction the eddy may route (a routed
+ * selection can run after the join that stored the tuple); bytes per row
+ * and per STAIR entry follow tuple.c's layout (estimated_join_state).
+ * Settings read by the executor are those at plan time: a cached plan
+ * whose schedule changed afterwards keeps the order it was planned with,
+ * and eddy.max_memory is enforced at run time as always.
+ *
  * EddyCreateJoinPath runs in phases: collect the clauses and PostgreSQL's
  * build order; classify the clauses into candidate edges and selections;
  * mark PostgreSQL's index nested loops; choose the spanning tree; index
  * joins (join_method = index); which relations are scanned; then the
  * checks (module count, columns per relation and the path that scans
- * each, estimated join state).  Any of them may still give up, so none
+ * each, estimated join state, with the reading order).  Any of them may still give up, so none
  * touches PostgreSQL's paths: only once the eddy is certain do the chosen
  * scan paths get the eddy's target lists (make_join_path), and a block that
  * falls back keeps its vanilla plan exactly as PostgreSQL made it.
  * eddy_plan_join_path makes, in order: the sources and their column
- * ranges, the selection modules with their prerequisites, the join modules
- * with their uniqueness, and the order in which to read the sources.
+ * ranges, the selection modules with their prerequisites, and the join
+ * modules with their uniqueness; the reading order is the one decided
+ * with the estimate.
  *
  * The CustomScan has scanrelid 0 and a custom_scan_tlist made of one
  * column range per relation (what the block needs above it, and what the
@@ -119,11 +140,16 @@ typedef struct EddyJoinPath
 	PathTarget **targets;		/* per relation: columns the eddy needs */
 	List	   *source_order;	/* relation indexes, PostgreSQL's build order */
 	List	   *clause_order;	/* the clauses in PostgreSQL's evaluation order */
+	List	   *reading_order;	/* Integers: the order the eddy reads in */
+	double		est_state;		/* estimated join state, bytes */
 } EddyJoinPath;
 
 static Plan *eddy_plan_join_path(PlannerInfo *root, RelOptInfo *rel,
 								 CustomPath *best_path, List *tlist,
 								 List *clauses, List *custom_plans);
+static bool probe_side_unique(PlannerInfo *root, EddyJoinPath *jp, int rel,
+							  uint32 mask, List *keyclauses, List **scan_quals);
+static List *source_reading_order(EddyJoinPath *jp, bool (*unique)[2]);
 
 static const CustomPathMethods eddy_join_path_methods = {
 	.CustomName = EDDY_NODE_NAME,
@@ -1038,39 +1064,206 @@ columns_and_source_paths(PlannerInfo *root, EddyJoinPath *jp, Path **children)
 }
 
 /*
- * Join state the STAIRs would hold, estimated from the relations' rows
- * (each stored at most once per join it takes part in, with about 96 bytes
- * of eddy tuple, STAIR entry and row headers): past eddy.max_memory the
- * eddy would fail where PostgreSQL's hash joins would batch to disk, so the
- * vanilla plan stays.
+ * Does a probe into side `side` (0: e->a's, 1: e->b's) of hash edge e find
+ * at most one match?  For the reading order only (source_reading_order),
+ * decided here at path time, with every restriction of a scanned relation:
+ * the plan decides the uniqueness the executor relies on with the
+ * restrictions its scans keep (make_join_modules).
  */
 static bool
-join_state_fits(EddyJoinPath *jp)
+path_probe_unique(PlannerInfo *root, EddyJoinPath *jp, JoinEdge *e, int side)
 {
-	double		state = 0;
-	int			nstairs = 0;
+	uint32		all_rels = (jp->nrels >= 32) ? ~0u : ((1u << jp->nrels) - 1);
+	uint32		mask0 = tree_side(jp, e, e->a);
+	int			rel = side == 0 ? e->a : e->b;
+	List	  **quals = palloc0(sizeof(List *) * jp->nrels);
+	int			i;
+
+	for (i = 0; i < jp->nrels; i++)
+		if (jp->scanned[i])
+			quals[i] = jp->rels[i]->baserestrictinfo;
+	return probe_side_unique(root, jp, rel, side == 0 ? mask0 : all_rels & ~mask0,
+							 e->clauses, quals);
+}
+
+/*
+ * Rows of relation i that may enter a STAIR: the planner's rows, after
+ * every restriction of the relation, unless the eddy may route one of them
+ * (then it may meet a join first, and the join stores the tuple): the rows
+ * of a scanned relation before the restrictions the eddy may route
+ * (selection candidates, clauses.c; the plan routes a suffix of them,
+ * make_sources).  A relation reached through an index join keeps the
+ * planner's rows although the eddy routes all its restrictions: what an
+ * index join fetches is what its probing tuples reach, already fewer than
+ * the relation's rows wherever that join is selective (TPC-H Q7: 156,000
+ * lineitem rows stored, the planner's rows 1,800,000).
+ */
+static double
+stored_rows(PlannerInfo *root, EddyJoinPath *jp, int i)
+{
+	RelOptInfo *rel = jp->rels[i];
+	RangeTblEntry *rte = planner_rt_fetch(rel->relid, root);
+	int			user_level = EddyUserSecurityLevel(rel->baserestrictinfo);
+	List	   *routable = NIL;
+	Selectivity sel;
 	ListCell   *lc;
 
-	/*
-	 * Every relation counts, although the relation read last is never
-	 * stored (mod_hashjoin.c): with no spilling yet, the margin keeps
-	 * blocks whose row estimates are low (join_hash's
-	 * bigger_than_it_looks) with PostgreSQL's hash joins, which batch.
-	 */
+	if (!jp->scanned[i] || rte->rtekind != RTE_RELATION || rte->inh ||
+		rel->reloptkind != RELOPT_BASEREL)
+		return rel->rows;
+	foreach(lc, rel->baserestrictinfo)
+	{
+		RestrictInfo *rinfo = lfirst_node(RestrictInfo, lc);
+
+		if (rinfo->pseudoconstant)
+			continue;
+		if (EddyClauseIsCandidate(root, rinfo, user_level))
+			routable = lappend(routable, rinfo);
+	}
+	if (routable == NIL)
+		return rel->rows;
+	sel = clauselist_selectivity(root, routable, rel->relid, JOIN_INNER, NULL);
+	if (sel <= 0)
+		return rel->rows;
+	return clamp_row_est(Min(rel->rows / sel, Max(rel->tuples, rel->rows)));
+}
+
+/*
+ * The join state the eddy would store, in bytes.  Per relation stored in
+ * any STAIR, its stored rows (stored_rows) once each (a row is copied into
+ * state memory once and shared, tuple.c): its width, plus per column a
+ * Datum, a null flag and the alignment of a by-reference value (13 bytes),
+ * plus 32 bytes of header; per STAIR that stores, one entry per stored row
+ * of its end relation: 48 bytes of entry and hash slot, plus a Datum per
+ * key and a row pointer per relation of the block (the stored eddy tuple
+ * of an intermediate result).  Measured on TPC-H at scale factor 1, this
+ * is above the peak memory the executor reports (EXPLAIN ANALYZE: 1.2-12x
+ * of it on the eddies storing over 1 MB, work_mem 64MB), except where the
+ * planner's row estimates are low; the arenas' first blocks (an eddy
+ * that stores almost nothing reports about 176 kB) are left out.
+ *
+ * Which STAIRs store is what the executor stores under the schedule it
+ * will use (mod_hashjoin.c: "Only what can still be probed is stored"),
+ * with the reading order decided here:
+ *
+ *	 build			(eddy.source_schedule, no eddy.source_delays) the sources
+ *					are read one after another in `order`.  Side d of a join
+ *					stores only while a scanned source of side 1 - d is still
+ *					to be read, and what it stores spans its end relation, so
+ *					it is made from a source read no earlier than that
+ *					relation (or, for a relation an index join reaches, than
+ *					the first source of side d).  A side whose end is read
+ *					after the other side's last source stores nothing: the
+ *					relation read last, and the centre of a star read after
+ *					its points, are never stored.  A probe that finds its one
+ *					match against a unique side changes nothing here: that
+ *					side is then read, so exhausted, already.
+ *	 proportional	(or any source delayed) sources are interleaved and every
+ *					side may still be probed until the end: everything
+ *					counts.
+ *
+ * State migration (eddy.migration) may rebuild state that nothing probes
+ * and promotes intermediate results (migrate.c), so an eddy that may
+ * migrate counts everything too.
+ */
+static double
+estimated_join_state(PlannerInfo *root, EddyJoinPath *jp, List *order, int *nstairs)
+{
+	uint32		all_rels = (jp->nrels >= 32) ? ~0u : ((1u << jp->nrels) - 1);
+	bool		build = eddy_source_schedule == EDDY_SCHEDULE_BUILD &&
+		(eddy_source_delays == NULL || eddy_source_delays[0] == '\0') &&
+		eddy_migration == EDDY_MIGRATION_OFF;
+	int		   *pos = palloc(sizeof(int) * jp->nrels);
+	double	   *rows = palloc(sizeof(double) * jp->nrels);
+	bool	   *stored = palloc0(sizeof(bool) * jp->nrels);
+	double		state = 0;
+	int			k = 0;
+	int			i;
+	ListCell   *lc;
+
+	*nstairs = 0;
+	for (i = 0; i < jp->nrels; i++)
+		rows[i] = stored_rows(root, jp, i);
+	foreach(lc, order)
+		pos[intVal(lfirst(lc))] = k++;
+	foreach(lc, jp->edges)
+	{
+		JoinEdge   *e = lfirst(lc);
+		uint32		side[2];
+		int			end[2];
+		int			d;
+
+		if (e->index_into >= 0)
+			continue;
+		*nstairs += 2;
+		side[0] = tree_side(jp, e, e->a);
+		side[1] = all_rels & ~side[0];
+		end[0] = e->a;
+		end[1] = e->b;
+		for (d = 0; d < 2; d++)
+		{
+			if (build)
+			{
+				int			first = jp->scanned[end[d]] ? pos[end[d]] : INT_MAX;
+				int			last_other = -1;
+
+				for (i = 0; i < jp->nrels; i++)
+				{
+					if (!jp->scanned[i])
+						continue;
+					if ((side[1 - d] & (1u << i)) && pos[i] > last_other)
+						last_other = pos[i];
+					if (!jp->scanned[end[d]] && (side[d] & (1u << i)) &&
+						pos[i] < first)
+						first = pos[i];
+				}
+				if (first > last_other)
+					continue;	/* nothing can probe it by then */
+			}
+			stored[end[d]] = true;
+			state += rows[end[d]] *
+				(48 + 8 * Max(list_length(e->clauses), 1) + 8 * jp->nrels);
+		}
+	}
+	for (i = 0; i < jp->nrels; i++)
+		if (stored[i])
+			state += rows[i] * (jp->targets[i]->width +
+								13 * list_length(jp->targets[i]->exprs) + 32);
+	return state;
+}
+
+/*
+ * Does the estimated join state fit in eddy.max_memory?  Past it the eddy
+ * would fail where PostgreSQL's hash joins would batch to disk, so the
+ * vanilla plan stays.  Decides the reading order (jp->reading_order) the
+ * plan will use, so that the estimate is of that order's state.
+ */
+static bool
+join_state_fits(PlannerInfo *root, EddyJoinPath *jp)
+{
+	int			nedges = list_length(jp->edges);
+	bool		(*unique)[2] = palloc0(sizeof(bool[2]) * Max(nedges, 1));
+	int			nstairs;
+	int			k = 0;
+	ListCell   *lc;
+
 	foreach(lc, jp->edges)
 	{
 		JoinEdge   *e = lfirst(lc);
 
-		if (e->index_into >= 0)
-			continue;
-		nstairs += 2;
-		state += jp->rels[e->a]->rows * (jp->targets[e->a]->width + 96) +
-			jp->rels[e->b]->rows * (jp->targets[e->b]->width + 96);
+		if (e->index_into < 0)
+		{
+			unique[k][0] = path_probe_unique(root, jp, e, 0);
+			unique[k][1] = path_probe_unique(root, jp, e, 1);
+		}
+		k++;
 	}
-	if (nstairs > 0 && state > (double) EddyMaxMemoryBytes(nstairs))
+	jp->reading_order = source_reading_order(jp, unique);
+	jp->est_state = estimated_join_state(root, jp, jp->reading_order, &nstairs);
+	if (nstairs > 0 && jp->est_state > (double) EddyMaxMemoryBytes(nstairs))
 	{
 		elog(DEBUG1, "eddy: join block not used: its estimated join state (%.0f kB) exceeds eddy.max_memory (%zu kB)",
-			 state / 1024, EddyMaxMemoryBytes(nstairs) / 1024);
+			 jp->est_state / 1024, EddyMaxMemoryBytes(nstairs) / 1024);
 		return false;
 	}
 	return true;
@@ -1156,7 +1349,7 @@ EddyCreateJoinPath(PlannerInfo *root, RelOptInfo *joinrel, List *initial_rels)
 
 	if (!modules_fit(root, jp) ||
 		!columns_and_source_paths(root, jp, children) ||
-		!join_state_fits(jp))
+		!join_state_fits(root, jp))
 		return NULL;
 
 	return make_join_path(jp, joinrel, children);
@@ -1518,7 +1711,7 @@ make_join_modules(PlannerInfo *root, EddyJoinPath *jp, List **scan_quals,
 
 /*
  * The order in which the eddy reads its sources (returned, a List of
- * Integer).  A relation whose hash joins all probe unique sides (the center
+ * Integer), decided at path time with the state estimate (join_state_fits).  A relation whose hash joins all probe unique sides (the center
  * of a star over primary keys) is read last: each of its tuples then finds
  * its matches at once and is never stored.  Otherwise PostgreSQL's build
  * order stands, but for its last relation: the relation read last is never
@@ -1650,7 +1843,9 @@ eddy_plan_join_path(PlannerInfo *root, RelOptInfo *joinrel,
 
 	priv[EddyPrivSources] = (Node *) sources;
 	priv[EddyPrivModules] = (Node *) modules;
-	priv[EddyPrivSourceOrder] = (Node *) source_reading_order(jp, unique);
+	/* decided with the estimate (join_state_fits) */
+	priv[EddyPrivSourceOrder] = (Node *) jp->reading_order;
+	priv[EddyPrivEstState] = (Node *) makeFloat(psprintf("%.0f", jp->est_state));
 
 	cscan->scan.plan.targetlist = tlist;
 	cscan->scan.plan.qual = NIL;

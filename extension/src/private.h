@@ -31,6 +31,8 @@ typedef enum EddyPrivateIndex
 	EddyPrivSources,			/* List: one description per source */
 	EddyPrivModules,			/* List: one description per module */
 	EddyPrivSourceOrder,		/* List of Integer: sources in reading order */
+	EddyPrivEstState,			/* Float: a join eddy's estimated join state,
+								 * bytes (plan_join.c); 0 for one source */
 	EddyPrivNumItems
 } EddyPrivateIndex;
 

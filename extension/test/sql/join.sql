@@ -107,6 +107,11 @@ SELECT count(*) FROM jc LEFT JOIN
 SET eddy.max_memory = '64kB';
 SET client_min_messages = debug1;
 EXPLAIN (COSTS OFF) SELECT count(*) FROM ja JOIN jb ON ja.x = jb.s;
+-- the estimate counts what the schedule stores: in build order not the
+-- relation read last (nothing probes it), interleaved everything
+SET eddy.source_schedule = proportional;
+EXPLAIN (COSTS OFF) SELECT count(*) FROM ja JOIN jb ON ja.x = jb.s;
+RESET eddy.source_schedule;
 RESET client_min_messages;
 SELECT count(*) FROM ja JOIN jb ON ja.x = jb.s;
 -- a block that falls back on the memory estimate leaves PostgreSQL's plan
@@ -119,11 +124,14 @@ EXPLAIN (VERBOSE, COSTS OFF) SELECT count(*) FROM ja JOIN jb ON ja.x = jb.s WHER
 RESET eddy.enabled;
 CREATE FUNCTION many(n int) RETURNS SETOF int LANGUAGE plpgsql ROWS 10 AS
 $$ BEGIN RETURN QUERY SELECT generate_series(1, n); END $$;
+-- its state outgrows the limit: it spills, and finishes
 SET eddy.max_memory = '2MB';
 SELECT count(*) FROM many(300000) m JOIN ja ON ja.id = m;
 SET eddy.max_memory = '256MB';
 SELECT count(*) FROM many(300000) m JOIN ja ON ja.id = m;
 RESET eddy.max_memory;
+-- VERBOSE shows the estimate
+EXPLAIN (VERBOSE, COSTS OFF) SELECT count(*) FROM ja JOIN jb ON ja.x = jb.s;
 DROP FUNCTION many(int);
 -- an empty source makes the result empty before anything is stored (found
 -- by sqlsmith: the cross product of two relations, joined to a third that

@@ -1,0 +1,167 @@
+"""The planner's estimate of a join eddy's state (plan_join.c,
+estimated_join_state), which decides whether the eddy fits in
+eddy.max_memory, read from EXPLAIN: "Estimated Join State" (VERBOSE), the
+STAIRs' counters and "Peak Memory" (ANALYZE), and the planner's DEBUG1
+reason when it declines.
+
+The estimate counts what the executor stores under the schedule it will
+use: in build order (the default) nothing a side stores once the other
+side's sources are all read, so the relation read last is never counted;
+with the proportional schedule, or state migration, everything is.
+
+A path ``d - m - f``: d (500 rows, a primary key) and m (20,000) are small,
+f (200,000) is the relation of the largest rows x hash joins, read last."""
+
+from __future__ import annotations
+
+import psycopg
+import pytest
+
+from eddytools.db import eddy_nodes, eddy_reasons, explain_json, set_gucs
+
+# The arenas' first blocks, which the estimate leaves out: an eddy that
+# stores almost nothing reports about 176 kB
+ARENA_KB = 256
+QUERY = "SELECT count(*) FROM d JOIN m ON m.did = d.id JOIN f ON f.mid = m.id"
+F_ROWS = 200000
+
+
+@pytest.fixture
+def path(eddy_conn):
+    conn = eddy_conn
+    conn.execute(f"""
+        CREATE TABLE d (id int PRIMARY KEY, v int);
+        INSERT INTO d SELECT g, g FROM generate_series(0, 499) g;
+        CREATE TABLE m AS SELECT g AS id, g % 500 AS did, g AS v
+                          FROM generate_series(0, 19999) g;
+        CREATE TABLE f AS SELECT g AS id, g % 20000 AS mid, md5(g::text) AS s
+                          FROM generate_series(1, {F_ROWS}) g;
+        ANALYZE d; ANALYZE m; ANALYZE f;""")
+    set_gucs(conn, join_method="hash")
+    conn.execute("SET enable_nestloop = off")
+    conn.execute("SET enable_mergejoin = off")
+    return conn
+
+
+def estimate_kb(conn, query: str = QUERY) -> int:
+    (eddy,) = eddy_nodes(explain_json(conn, query, verbose=True))
+    return eddy["Estimated Join State"]
+
+
+def analyzed(conn, query: str = QUERY) -> dict:
+    (eddy,) = eddy_nodes(explain_json(conn, query, analyze=True, verbose=True))
+    return eddy
+
+
+def stairs(eddy: dict) -> dict[str, dict]:
+    """Per STAIR (by its key column, e.g. 'f.mid'): its counters."""
+    return {st["STAIR"]: st for op in eddy["Operators"] for st in op.get("STAIRs", [])}
+
+
+def test_build_order_does_not_count_the_relation_read_last(path):
+    """In build order f is read last: its STAIR stores nothing at run time
+    (Inserted 0), and the estimate does not count it (the same with 10x
+    fewer f rows); the proportional schedule stores f and counts it, 10x
+    more.  Either way the estimate is not below the peak memory."""
+    conn = path
+    build = estimate_kb(conn)
+    eddy = analyzed(conn)
+    st = stairs(eddy)
+    assert st["f.mid"]["Inserted"] == 0, st
+    assert st["f.mid"]["Skipped"] == F_ROWS, st
+    assert eddy["Peak Memory"] <= build + ARENA_KB, (eddy["Peak Memory"], build)
+
+    set_gucs(conn, source_schedule="proportional")
+    proportional = estimate_kb(conn)
+    eddy = analyzed(conn)
+    assert stairs(eddy)["f.mid"]["Inserted"] > 0
+    assert eddy["Peak Memory"] <= proportional + ARENA_KB, (eddy["Peak Memory"], proportional)
+    # f's 200,000 rows of about 80 bytes and their entries: over 20 MB
+    assert proportional - build > 20 * 1024, (build, proportional)
+    assert proportional > 5 * build, (build, proportional)
+
+
+def test_fits_in_build_order_declined_when_interleaved(path):
+    """With eddy.max_memory between the two estimates, the build-order eddy
+    is planned and runs within it (no error), while under the proportional
+    schedule or with state migration the block keeps PostgreSQL's plan and
+    says why."""
+    conn = path
+    build = estimate_kb(conn)
+    set_gucs(conn, source_schedule="proportional")
+    proportional = estimate_kb(conn)
+    limit = (build + proportional) // 2
+    set_gucs(conn, max_memory=f"{limit}kB")
+
+    assert not eddy_nodes(explain_json(conn, QUERY))
+    assert any("estimated join state" in r for r in eddy_reasons(conn, QUERY))
+
+    set_gucs(conn, source_schedule="build")
+    eddy = analyzed(conn)
+    assert eddy["Peak Memory"] <= limit
+    assert eddy["Actual Rows"] == F_ROWS
+
+    for policy in ("greedy", "guarded"):
+        set_gucs(conn, migration=policy)
+        assert not eddy_nodes(explain_json(conn, QUERY)), policy
+    set_gucs(conn, migration="off")
+
+
+def test_routable_restriction_counts_rows_before_it(path):
+    """A restriction the eddy routes (every one, with selection_min_cost 0)
+    may run after the join, so the join may store the rows it would have
+    removed: the estimate counts m's rows before it, as EXPLAIN ANALYZE's
+    counters show can happen."""
+    conn = path
+    q = QUERY + " WHERE m.v % 10 = 0"
+    kept = estimate_kb(conn, q)
+    set_gucs(conn, selection_min_cost=0)
+    routed = estimate_kb(conn, q)
+    assert routed > kept, (kept, routed)
+    eddy = analyzed(conn, q)
+    assert eddy["Peak Memory"] <= routed + ARENA_KB, (eddy["Peak Memory"], routed)
+
+
+def test_star_centre_read_last_is_not_counted(eddy_conn):
+    """A star over primary keys: the centre is read last and its tuples find
+    their matches at once, so only the points are counted; the estimate is
+    the same however large the centre."""
+    conn = eddy_conn
+    conn.execute("""
+        CREATE TABLE p1 (id int PRIMARY KEY, v int);
+        CREATE TABLE p2 (id int PRIMARY KEY, v int);
+        INSERT INTO p1 SELECT g, g FROM generate_series(0, 999) g;
+        INSERT INTO p2 SELECT g, g FROM generate_series(0, 999) g;
+        CREATE TABLE c_small AS SELECT g AS id, g % 1000 AS a, g % 997 AS b
+                                FROM generate_series(1, 10000) g;
+        CREATE TABLE c_big AS SELECT g AS id, g % 1000 AS a, g % 997 AS b
+                              FROM generate_series(1, 300000) g;
+        ANALYZE p1; ANALYZE p2; ANALYZE c_small; ANALYZE c_big;""")
+    set_gucs(conn, join_method="hash")
+    conn.execute("SET enable_nestloop = off")
+    conn.execute("SET enable_mergejoin = off")
+    star = "SELECT count(*) FROM {c} c JOIN p1 ON p1.id = c.a JOIN p2 ON p2.id = c.b"
+    small = estimate_kb(conn, star.format(c="c_small"))
+    big = estimate_kb(conn, star.format(c="c_big"))
+    assert small == big, (small, big)
+    eddy = analyzed(conn, star.format(c="c_big"))
+    st = stairs(eddy)
+    assert st["c.a"]["Inserted"] == 0 and st["c.b"]["Inserted"] == 0, st
+    assert eddy["Peak Memory"] <= big + ARENA_KB, (eddy["Peak Memory"], big)
+
+
+def test_estimate_too_low_spills(path):
+    """The estimate follows the planner's rows: a relation the planner
+    underestimates can still outgrow the limit; the eddy then spills
+    (spill.c) and returns PostgreSQL's count."""
+    conn = path
+    conn.execute("CREATE FUNCTION many(n int) RETURNS SETOF int LANGUAGE plpgsql ROWS 10 "
+                 "AS $$ BEGIN RETURN QUERY SELECT generate_series(1, n); END $$")
+    q = "SELECT count(*) FROM many(200000) x JOIN m ON m.id = x JOIN f ON f.mid = m.id"
+    set_gucs(conn, enabled="off")
+    want = conn.execute(q).fetchall()
+    set_gucs(conn, enabled="on", max_memory=f"{estimate_kb(conn, q) + 1024}kB")
+    assert eddy_nodes(explain_json(conn, q))
+    assert conn.execute(q).fetchall() == want
+    (eddy,) = eddy_nodes(explain_json(conn, q, analyze=True))
+    assert eddy["Batches Joined"] >= 2, eddy
