@@ -41,6 +41,7 @@ from eddytools.db import (
     plan_nodes,
     server_log_excerpt,
     set_gucs,
+    spill_settings,
     state_settings,
 )
 from eddytools.joingen import (
@@ -185,7 +186,8 @@ def random_settings(rng: random.Random) -> dict:
                 "selection_min_cost": rng.choice([0, 0.01, 0.01]),
                 "source_schedule": rng.choice(["build", "build", "proportional"])}
     settings |= migration_settings(repr(settings))
-    return settings | state_settings(repr(settings))
+    settings |= state_settings(repr(settings))
+    return settings | spill_settings(repr(settings))
 
 
 def same_outcome(got: tuple, want: tuple, ordered: bool) -> bool:

@@ -158,9 +158,10 @@ def test_estimate_too_low_spills(path):
     conn.execute("CREATE FUNCTION many(n int) RETURNS SETOF int LANGUAGE plpgsql ROWS 10 "
                  "AS $$ BEGIN RETURN QUERY SELECT generate_series(1, n); END $$")
     q = "SELECT count(*) FROM many(200000) x JOIN m ON m.id = x JOIN f ON f.mid = m.id"
+    limit = estimate_kb(conn, q) + 1024
     set_gucs(conn, enabled="off")
     want = conn.execute(q).fetchall()
-    set_gucs(conn, enabled="on", max_memory=f"{estimate_kb(conn, q) + 1024}kB")
+    set_gucs(conn, enabled="on", max_memory=f"{limit}kB")
     assert eddy_nodes(explain_json(conn, q))
     assert conn.execute(q).fetchall() == want
     (eddy,) = eddy_nodes(explain_json(conn, q, analyze=True))

@@ -36,6 +36,7 @@ EDDY_SETTINGS = {
     "eddy.selection_min_cost", "eddy.join_method", "eddy.max_sources", "eddy.max_memory",
     "eddy.static_shj", "eddy.source_schedule", "eddy.source_rates", "eddy.source_delays",
     "eddy.migration", "eddy.debug_migrate_every", "eddy.state_mode", "eddy.routing_hold",
+    "eddy.debug_spill_after",
 }
 
 SCHEMA = """
@@ -258,7 +259,7 @@ def test_eddy_settings_are_per_session_only(sec):
                 "source_schedule": "proportional", "source_rates": "t=1000000",
                 "source_delays": "t=1", "migration": "greedy",
                 "debug_migrate_every": "1000000", "state_mode": "stems",
-                "routing_hold": "t=100"}
+                "routing_hold": "t=100", "debug_spill_after": "1"}
     assert {f"eddy.{k}" for k in extremes} == EDDY_SETTINGS
     with connect(user_dsn) as other_session, connect(admin_dsn) as admin_session:
         def shown(conn) -> dict[str, str]:

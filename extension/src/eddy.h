@@ -170,6 +170,7 @@ extern char *eddy_source_delays;
 extern char *eddy_routing_hold;
 extern int	eddy_migration;
 extern int	eddy_debug_migrate_every;
+extern int	eddy_debug_spill_after;
 extern int	eddy_state_mode;
 extern void EddyScheduleGucInit(void);
 extern void EddyGucInit(void);

@@ -684,6 +684,9 @@ eddy_exec_node(PlanState *pstate)
 			case EDDY_STATE_STASIS:
 				if (unlikely(es->migrating))
 					EddyMigrationStasis(es);
+				if (unlikely(es->spill_after != 0) &&
+					EddyRouterRouted(&es->router) >= es->spill_after)
+					EddySpillForce(es);
 				if (unlikely(es->spill_wanted))
 					EddySpillStart(es);
 				EddyForgetTransient(es);

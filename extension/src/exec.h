@@ -430,6 +430,9 @@ struct EddyState
 	bool		spill_wanted;	/* the state outgrew max_memory: spill at the
 								 * next point of stasis */
 	bool		over_limit;		/* the state outgrew max_memory at some time */
+	uint64		spill_after;	/* eddy.debug_spill_after, until it fires */
+	uint64		spill_after_setting;	/* ... as set when the node started */
+	bool		spill_forced;	/* the spill asked for is forced */
 	EddySpill  *spill;			/* NULL until the eddy spills */
 	EddySpillTotals spill_totals;	/* of the spills of earlier loops */
 
@@ -607,6 +610,7 @@ extern void EddyMigrationExplain(EddyState *es, ExplainState *xs);
 /* spill.c */
 extern void EddySpillInit(EddyState *es);
 extern void EddySpillStart(EddyState *es);
+extern void EddySpillForce(EddyState *es);
 extern bool EddySpillNextBatch(EddyState *es);
 extern TupleTableSlot *EddySpillRead(EddyState *es, int i);
 extern void EddySpillOver(EddyState *es);

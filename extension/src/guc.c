@@ -26,6 +26,7 @@ int			eddy_max_sources = EDDY_DEFAULT_MAX_SOURCES;
 int			eddy_max_memory = -1;
 int			eddy_migration = EDDY_MIGRATION_OFF;
 int			eddy_debug_migrate_every = 0;
+int			eddy_debug_spill_after = 0;
 int			eddy_state_mode = EDDY_STATE_MODE_STAIRS;
 
 static const struct config_enum_entry state_mode_options[] = {
@@ -255,6 +256,20 @@ EddyGucInit(void)
 							0,
 							0,
 							EDDY_MAX_DEBUG_MIGRATE_EVERY,
+							PGC_USERSET,
+							0,
+							NULL,
+							NULL,
+							NULL);
+
+	DefineCustomIntVariable("eddy.debug_spill_after",
+							"Forces a join eddy to spill at the first point of stasis after N tuples routed (0: never); for testing.",
+							"The spill writes the state and the unread input to temporary files "
+							"and joins them in 4 batches, whatever the memory used.",
+							&eddy_debug_spill_after,
+							0,
+							0,
+							INT_MAX,
 							PGC_USERSET,
 							0,
 							NULL,

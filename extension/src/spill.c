@@ -8,7 +8,10 @@
  *
  * When.  The state's memory is checked as it grows (tuple.c); past
  * eddy.max_memory the eddy asks for a spill, which happens at the next
- * point of stasis (exec.c), once per scan.  An eddy that cannot spill (SteM
+ * point of stasis (exec.c), once per scan.  For testing,
+ * eddy.debug_spill_after = N forces one (into 4 batches) at the first point
+ * of stasis after N tuples routed, whatever the memory: the differential
+ * suites and the fuzzer run with it.  An eddy that cannot spill (SteM
  * mode, which numbers its arrivals; an eddy with no hash join, which holds
  * no state) goes on over the limit, as PostgreSQL's hash join does when a
  * batch cannot be split, and EXPLAIN ANALYZE says so.  Exceeding the limit
@@ -120,6 +123,7 @@ struct EddySpill
 	int			batch;			/* being joined; -1 before the first */
 	EddyModule *join;			/* partitioning hash join, or NULL */
 	int			dealt;			/* without one: the source dealt out */
+	bool		forced;			/* by eddy.debug_spill_after */
 	uint64		deal_next;
 	SpillSource *srcs;			/* per source; scanned ones used */
 	MemoryContext cxt;
@@ -156,11 +160,30 @@ EddySpillInit(EddyState *es)
 	es->spill_wanted = false;
 	es->over_limit = false;
 	es->can_spill = false;
+	es->spill_after = 0;
 	if (es->chain || es->stems)
 		return;
 	for (i = 0; i < es->nmodules; i++)
 		if (EddyModuleIsHashJoin(es->modules[i]))
 			es->can_spill = true;
+	if (es->can_spill)
+		es->spill_after = (uint64) eddy_debug_spill_after;
+	es->spill_after_setting = es->spill_after;
+}
+
+/*
+ * eddy.debug_spill_after: spill now (at a point of stasis), whatever the
+ * memory used, unless nothing is left to read.  Once per scan.
+ */
+void
+EddySpillForce(EddyState *es)
+{
+	es->spill_after = 0;
+	if (es->spill == NULL && (es->scanned & ~es->exhausted) != 0)
+	{
+		es->spill_wanted = true;
+		es->spill_forced = true;
+	}
 }
 
 /* Rows a source is expected to give in all */
@@ -280,6 +303,8 @@ choose_partitioning(EddyState *es, EddySpill *sp, Size used)
 		want = ceil(part * projected / (budget - rest));
 	want = Min(Max(want, 2.0), (double) EDDY_SPILL_MAX_BATCHES);
 	sp->nbatch = (int) pg_nextpower2_32((uint32) want);
+	if (sp->forced)
+		sp->nbatch = 4;			/* eddy.debug_spill_after: a few batches */
 }
 
 /* ----------------------------------------------------------------
@@ -501,6 +526,8 @@ EddySpillStart(EddyState *es)
 									   ALLOCSET_DEFAULT_SIZES);
 	sp->stamp = 1;
 	sp->batch = -1;
+	sp->forced = es->spill_forced;
+	es->spill_forced = false;
 	sp->routed_at = EddyRouterRouted(&es->router);
 	old = MemoryContextSwitchTo(sp->cxt);
 	sp->srcs = palloc0(sizeof(SpillSource) * es->nsources);
@@ -753,6 +780,9 @@ EddySpillEnd(EddyState *es, bool rescan)
 	int			i;
 
 	es->spill_wanted = false;
+	es->spill_forced = false;
+	if (rescan)
+		es->spill_after = es->spill_after_setting;
 	if (sp == NULL)
 		return;
 	for (i = 0; i < es->nsources; i++)
@@ -810,6 +840,8 @@ EddySpillExplain(EddyState *es, ExplainState *xs)
 						 es->sources[sp->dealt].name ? es->sources[sp->dealt].name : "?");
 	else
 		appendStringInfo(&buf, "%d", (int) tot.batches);
+	if (sp != NULL && sp->forced)
+		appendStringInfoString(&buf, " (forced)");
 	ExplainPropertyText("Spill Batches", buf.data, xs);
 	if (xs->format != EXPLAIN_FORMAT_TEXT || tot.spills > 1)
 		ExplainPropertyUInteger("Spills", NULL, tot.spills, xs);

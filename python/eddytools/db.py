@@ -179,3 +179,12 @@ def state_settings(tag: str) -> dict:
     changes no other draw."""
     rng = random.Random(f"state:{tag}")
     return {"state_mode": rng.choice(["stairs", "stems"])}
+
+
+def spill_settings(tag: str) -> dict:
+    """A forced spill for a differential run (eddy.debug_spill_after: the
+    join eddy writes its state and unread input to temporary files after N
+    tuples routed and finishes in batches, spill.c), drawn from its own
+    generator seeded by ``tag`` so that adding it changes no other draw."""
+    rng = random.Random(f"spill:{tag}")
+    return {"debug_spill_after": rng.choice([0, 0, 1, 25, 400])}

@@ -50,6 +50,7 @@ from eddytools.db import (
     migration_settings,
     multiset,
     set_gucs,
+    spill_settings,
     state_settings,
 )
 from eddytools.joingen import JoinSchema
@@ -108,8 +109,8 @@ def show(o: tuple) -> str:
 def settings_for(rng: random.Random, per_query: int) -> list[dict]:
     """``per_query`` settings, covering every routing policy once per 5;
     the reoptimization frequency, join method, lottery window,
-    selection_min_cost, source schedule, state migration and state mode
-    drawn for each."""
+    selection_min_cost, source schedule, state migration, state mode and a
+    forced spill drawn for each."""
     out = []
     for k in range(per_query):
         out.append({"routing_policy": POLICIES[k % len(POLICIES)],
@@ -120,6 +121,7 @@ def settings_for(rng: random.Random, per_query: int) -> list[dict]:
                     "source_schedule": rng.choice(["build", "build", "proportional"])})
         out[-1] |= migration_settings(f"{k}:{out[-1]}")
         out[-1] |= state_settings(f"{k}:{out[-1]}")
+        out[-1] |= spill_settings(f"{k}:{out[-1]}")
     return out
 
 
