@@ -21,6 +21,12 @@
  * stays as it is and competes on cost.  Partial paths are dropped, because
  * a Gather over a parallel scan would bypass the eddy.
  *
+ * A join block gets its eddy (plan_join.c) after PostgreSQL's join search,
+ * unless PostgreSQL would run the block in parallel: a Gather over its
+ * cheapest partial path costs less than its cheapest serial path.  Eddies
+ * run serially, and a serial eddy against PostgreSQL's parallel plan loses
+ * (parallel_plan_cheaper).
+ *
  * Whatever the eddy cannot handle keeps the vanilla plan, and the reason is
  * logged at DEBUG1: inheritance and partitioned tables, foreign tables and
  * other relation kinds, the target relation of a data-modifying statement,
@@ -372,6 +378,29 @@ eddy_join_unsupported_reason(PlannerInfo *root, RelOptInfo *joinrel,
 	return NULL;
 }
 
+/*
+ * Would PostgreSQL run the block in parallel?  An eddy runs serially (it
+ * has no partial plan yet), so where a Gather over the block's cheapest
+ * partial path costs less than its cheapest serial path, PostgreSQL's
+ * parallel plan stays: measured on TPC-H at PostgreSQL's defaults (two
+ * workers per Gather), a serial eddy took up to twice the parallel plan's
+ * time.  The comparison is made on the join alone, before any partial
+ * aggregation above it (which favours the parallel plan further).
+ */
+static bool
+parallel_plan_cheaper(PlannerInfo *root, RelOptInfo *joinrel)
+{
+	Path	   *partial;
+	GatherPath *gather;
+
+	if (joinrel->partial_pathlist == NIL || joinrel->cheapest_total_path == NULL)
+		return false;
+	partial = linitial(joinrel->partial_pathlist);
+	gather = create_gather_path(root, joinrel, partial, joinrel->reltarget,
+								NULL, NULL);
+	return gather->path.total_cost < joinrel->cheapest_total_path->total_cost;
+}
+
 static RelOptInfo *
 eddy_join_search(PlannerInfo *root, int levels_needed, List *initial_rels)
 {
@@ -397,6 +426,12 @@ eddy_join_search(PlannerInfo *root, int levels_needed, List *initial_rels)
 	}
 	if (!EddyExtensionCreated())
 		return final_rel;
+	if (parallel_plan_cheaper(root, final_rel))
+	{
+		elog(DEBUG1, "eddy: join of %d relations not used: PostgreSQL's plan for it is parallel, and eddies run serially",
+			 list_length(initial_rels));
+		return final_rel;
+	}
 
 	path = EddyCreateJoinPath(root, final_rel, initial_rels);
 	if (path == NULL)
