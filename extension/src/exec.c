@@ -711,6 +711,9 @@ eddy_exec_node(PlanState *pstate)
 						/* spilled: the next batch, if any */
 						if (unlikely(es->spill != NULL) && EddySpillNextBatch(es))
 							break;
+						/* the peak of an eddy that stored little (checked
+						 * every 64 insertions) */
+						EddyCheckMemory(es);
 						es->state = EDDY_STATE_DONE;
 						return NULL;
 					}

@@ -45,8 +45,8 @@
  * no index join reaches are scanned.  A tree always has at least one.
  *
  * Estimated join state.  The eddy is used only if the join state it would
- * store fits in eddy.max_memory (there is no spilling yet: past it the
- * executor raises an error where PostgreSQL's hash joins would batch).  The
+ * store fits in eddy.max_memory (past it the executor spills, spill.c, but
+ * PostgreSQL's batched hash joins do that better).  The
  * estimate counts what the executor stores under the schedule it will use
  * (mod_hashjoin.c, "Only what can still be probed is stored"), so the order
  * in which the eddy reads its sources is decided together with it, at path
@@ -68,8 +68,10 @@
  * build order; classify the clauses into candidate edges and selections;
  * mark PostgreSQL's index nested loops; choose the spanning tree; index
  * joins (join_method = index); which relations are scanned; then the
- * checks (module count, columns per relation and the path that scans
- * each, estimated join state, with the reading order).  Any of them may still give up, so none
+ * checks (no relation PostgreSQL reaches through a parameterized path left
+ * to a full scan, parameterized_scan_lost; module count, columns per
+ * relation and the path that scans each, estimated join state, with the
+ * reading order).  Any of them may still give up, so none
  * touches PostgreSQL's paths: only once the eddy is certain do the chosen
  * scan paths get the eddy's target lists (make_join_path), and a block that
  * falls back keeps its vanilla plan exactly as PostgreSQL made it.
@@ -1307,6 +1309,64 @@ make_join_path(EddyJoinPath *jp, RelOptInfo *joinrel, Path **children)
 }
 
 /*
+ * A relation of the block that PostgreSQL's plan reaches through a
+ * parameterized path (the inner side of a nested loop: an index, index-only
+ * or bitmap scan per outer row) but that the eddy would scan whole, for it
+ * has no index join into it: such a scan can cost orders of magnitude more
+ * than PostgreSQL's probes (a star whose fact table PostgreSQL reaches by
+ * a bitmap index scan per qualifying dimension row took 13 times as long),
+ * so the block keeps PostgreSQL's plan.  NULL if there is none.  Only with
+ * eddy.join_method = auto: hash forces the eddy's hash joins.
+ */
+static Path *
+parameterized_scan_lost(EddyJoinPath *jp, Path *path)
+{
+	Path	   *found = NULL;
+
+	check_stack_depth();
+	switch (nodeTag(path))
+	{
+		case T_NestPath:
+		case T_HashPath:
+		case T_MergePath:
+			{
+				JoinPath   *j = (JoinPath *) path;
+				Path	   *inner = j->innerjoinpath;
+
+				if (IsA(inner, MemoizePath))
+					inner = ((MemoizePath *) inner)->subpath;
+				if (IsA(path, NestPath) && inner->param_info != NULL &&
+					inner->parent->reloptkind == RELOPT_BASEREL)
+				{
+					int			i = rel_index(jp, inner->parent->relid);
+
+					if (i >= 0 && jp->scanned[i])
+						return inner;
+				}
+				found = parameterized_scan_lost(jp, j->outerjoinpath);
+				if (found == NULL)
+					found = parameterized_scan_lost(jp, j->innerjoinpath);
+				return found;
+			}
+		case T_MaterialPath:
+			return parameterized_scan_lost(jp, ((MaterialPath *) path)->subpath);
+		case T_MemoizePath:
+			return parameterized_scan_lost(jp, ((MemoizePath *) path)->subpath);
+		case T_SortPath:
+		case T_IncrementalSortPath:
+			return parameterized_scan_lost(jp, ((SortPath *) path)->subpath);
+		case T_GatherPath:
+			return parameterized_scan_lost(jp, ((GatherPath *) path)->subpath);
+		case T_GatherMergePath:
+			return parameterized_scan_lost(jp, ((GatherMergePath *) path)->subpath);
+		case T_ProjectionPath:
+			return parameterized_scan_lost(jp, ((ProjectionPath *) path)->subpath);
+		default:
+			return NULL;
+	}
+}
+
+/*
  * Build an EddyJoinPath for the block whose final relation is joinrel, or
  * return NULL (with the reason at DEBUG1) and leave every path as it was.
  */
@@ -1346,6 +1406,20 @@ EddyCreateJoinPath(PlannerInfo *root, RelOptInfo *joinrel, List *initial_rels)
 	choose_index_joins(root, jp, jp->edges, incoming);
 	index_joined_relations(root, jp, jp->edges, &selections);
 	jp->selections = selections;
+
+	if (eddy_join_method == EDDY_JOIN_AUTO)
+	{
+		Path	   *lost = parameterized_scan_lost(jp, joinrel->cheapest_total_path);
+
+		if (lost != NULL)
+		{
+			elog(DEBUG1, "eddy: join block not used: PostgreSQL reaches relation \"%s\" through a parameterized %s that the eddy has no index join for, and would scan it whole",
+				 get_rel_name(planner_rt_fetch(lost->parent->relid, root)->relid),
+				 IsA(lost, BitmapHeapPath) ? "bitmap heap scan" :
+				 IsA(lost, IndexPath) ? "index scan" : "scan");
+			return NULL;
+		}
+	}
 
 	if (!modules_fit(root, jp) ||
 		!columns_and_source_paths(root, jp, children) ||
