@@ -14,7 +14,6 @@ f (200,000) is the relation of the largest rows x hash joins, read last."""
 
 from __future__ import annotations
 
-import psycopg
 import pytest
 
 from eddytools.db import eddy_nodes, eddy_reasons, explain_json, set_gucs

@@ -14,15 +14,16 @@ import pytest
 from eddytools.db import eddy_nodes, eddy_reasons, explain_json, multiset, plan_nodes, set_gucs
 
 SCHEMA = """
-CREATE TABLE pa AS SELECT g AS id, g % 5000 AS k, md5(g::text) AS s FROM generate_series(1, 200000) g;
+CREATE TABLE pa AS SELECT g AS id, g % 5000 AS k, md5(g::text) AS s
+    FROM generate_series(1, 200000) g;
 CREATE TABLE pb AS SELECT g AS id, g % 5000 AS k, g % 10 AS j FROM generate_series(1, 100000) g;
 CREATE TABLE pc AS SELECT g AS j, 'c' || g AS name FROM generate_series(0, 9) g;
 ANALYZE pa, pb, pc;
 """
 
 QUERIES = [
-    "SELECT count(*), sum(pa.id), max(pc.name) FROM pa JOIN pb ON pa.k = pb.k JOIN pc ON pc.j = pb.j "
-    "WHERE pa.id % 7 <> 0",
+    "SELECT count(*), sum(pa.id), max(pc.name) FROM pa JOIN pb ON pa.k = pb.k "
+    "JOIN pc ON pc.j = pb.j WHERE pa.id % 7 <> 0",
     "SELECT pa.id, pb.id FROM pa JOIN pb ON pa.k = pb.k WHERE pa.id < 3000 AND pb.j = 3",
     "SELECT pc.name, count(*) FROM pa JOIN pb ON pa.k = pb.k JOIN pc ON pc.j = pb.j "
     "WHERE pa.s LIKE 'a%' GROUP BY pc.name",

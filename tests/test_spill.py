@@ -12,7 +12,6 @@ files are counted with pg_ls_tmpdir().
 
 from __future__ import annotations
 
-import threading
 import time
 
 import psycopg

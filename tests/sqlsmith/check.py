@@ -11,9 +11,6 @@ log_line_prefix = '%m [%p] %e %a: ', so each entry carries its SQLSTATE) and
     the statement, run again with eddy.enabled = off, raises the same error
     (same SQLSTATE, same message once numbers are masked): then PostgreSQL
     raises it too and it is listed as PostgreSQL's own;
-  - lists, without failing, the documented limit "eddy join state exceeds
-    eddy.max_memory" (SQLSTATE 54000), which PostgreSQL's batching hash joins
-    do not have: eddies do not spill yet (issue #13);
   - counts every other error by SQLSTATE (sqlsmith's queries fail in
     PostgreSQL alone most of the time).
 
@@ -44,7 +41,6 @@ EDDY = re.compile(r"\beddy", re.I)
 RERUNS_PER_MESSAGE = 5
 # The documented limit of join state, until eddies spill to disk (issue #13):
 # listed with the statements that hit it, not a failure.
-MEMORY_LIMIT = re.compile(r"^eddy join state exceeds eddy\.max_memory")
 
 
 def normalise(msg: str) -> str:
@@ -300,11 +296,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.extension_src and os.path.isdir(args.extension_src):
         ext_files = {f for f in os.listdir(args.extension_src) if f.endswith((".c", ".h"))}
     evaluated: list[dict] = []
-    limited: list[dict] = []
     for (state, msg), members in groups.items():
-        if state == "54000" and MEMORY_LIMIT.match(msg):
-            limited.extend(members)
-            continue
         verdicts = []
         for s in members[:RERUNS_PER_MESSAGE]:
             if not s["statement"]:
@@ -335,7 +327,6 @@ def main(argv: list[str] | None = None) -> int:
            "errors": log.errors, "errors_by_sqlstate": dict(by_state.most_common()),
            "crashes": crashes, "extension_errors": failures,
            "postgresql_internal_errors": vanilla, "evaluated_by_eddy_only": evaluated,
-           "past_max_memory": limited,
            "explain_sample": sample}
     lines = []
     q = smith.get("queries", "?")
@@ -356,8 +347,7 @@ def main(argv: list[str] | None = None) -> int:
                  f" errors raised by the extension (XX000 or mentioning eddy, not raised"
                  f" with eddy.enabled = off): {len(failures)};"
                  f" statements with an XX000 PostgreSQL raises too: {len(vanilla)},"
-                 f" raised by a PostgreSQL function only the eddy evaluates: {len(evaluated)};"
-                 f" past eddy.max_memory (no spilling yet): {len(limited)}")
+                 f" raised by a PostgreSQL function only the eddy evaluates: {len(evaluated)}")
     for c in crashes:
         lines.append(f"  CRASH: {c['what']}")
         if c["statement"]:
@@ -378,10 +368,6 @@ def main(argv: list[str] | None = None) -> int:
     for (state, msg), n in own.most_common():
         lines.append(f"  PostgreSQL's own (raised with eddy off too), {n} statements: "
                      f"{state}: {msg}")
-    for s in limited:
-        lines.append(f"  LIMIT ({s['count']}x): {s['state']}: {s['message'][:300]}")
-        if s["statement"]:
-            lines.append(f"    statement: {s['statement'][:2000]}")
     status = 1 if crashes or failures else 0
     lines.append("sqlsmith: " + ("FAILED" if status else "passed"))
     text = "\n".join(lines) + "\n"
