@@ -22,20 +22,9 @@ from eddytools.db import (
     vanilla_multiset,
 )
 from eddytools.joingen import wisconsin_join_ddl, wisconsin_join_query
+from eddytools.testschemas import PATH_TABLES
 
-SCHEMA = """
-CREATE TABLE r AS SELECT g % 300 AS id, g AS v, (g % 300)::bigint AS id8,
-       CASE WHEN g % 17 = 0 THEN NULL ELSE 'k' || (g % 50) END AS tk
-FROM generate_series(1, 1500) g;
-CREATE TABLE s AS SELECT g AS id, CASE WHEN g % 13 = 0 THEN NULL ELSE g % 400 END AS rid,
-       (g * 7) % 250 AS tid, 'k' || (g % 60) AS tk
-FROM generate_series(1, 3000) g;
-CREATE TABLE t AS SELECT g % 250 AS id, g AS v, g % 40 AS uid, 'k' || (g % 45) AS tk
-FROM generate_series(1, 1000) g;
-CREATE TABLE u AS SELECT g % 40 AS id, g AS w, g % 7 AS wid FROM generate_series(1, 200) g;
-CREATE TABLE w AS SELECT g % 7 AS id, g AS x FROM generate_series(1, 30) g;
-CREATE TABLE dup AS SELECT g % 3 AS k, g AS v FROM generate_series(1, 300) g;
-CREATE TABLE pk (id int PRIMARY KEY, v int);
+SCHEMA = PATH_TABLES + """CREATE TABLE pk (id int PRIMARY KEY, v int);
 INSERT INTO pk SELECT g, g * 3 FROM generate_series(0, 399) g;
 ANALYZE r; ANALYZE s; ANALYZE t; ANALYZE u; ANALYZE w; ANALYZE dup; ANALYZE pk;
 """

@@ -333,6 +333,31 @@ eddy_begin(CustomScanState *node, EState *estate, int eflags)
 	node->ss.ps.ExecProcNode = eddy_exec_node;
 }
 
+/*
+ * Per source, the selections over its relation alone (module bits): a done
+ * bit of one of them on a stored tuple says its row passed, which state
+ * migration's replay and spilling keep.  Palloc'd in the current context.
+ */
+uint64 *
+EddySelectionsAlone(EddyState *es)
+{
+	uint64	   *xonly = palloc0(sizeof(uint64) * es->nsources);
+	int			i;
+
+	for (i = 0; i < es->nmodules; i++)
+	{
+		EddyModule *m = es->modules[i];
+		int			x;
+
+		if (m->filter == NULL)
+			continue;
+		for (x = 0; x < es->nsources; x++)
+			if ((m->target[0].need & ~(1u << x)) == 0)
+				xonly[x] |= UINT64CONST(1) << i;
+	}
+	return xonly;
+}
+
 /* ----------------------------------------------------------------
  *		Routing
  * ----------------------------------------------------------------

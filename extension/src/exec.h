@@ -447,6 +447,7 @@ extern void EddyExecInit(void);
 extern EddyFrame *EddyPushFrame(EddyState *es, EddyModule *m, int dir,
 								EddyTuple *probe);
 extern void EddyReplay(EddyState *es, EddyTuple *t);
+extern uint64 *EddySelectionsAlone(EddyState *es);
 
 /*
  * Nothing in flight references transient memory (a point of stasis, or

@@ -238,19 +238,8 @@ EddyMigrationInit(EddyState *es)
 	if (mgr->why_not != NULL)
 		return;
 
-	mgr->xonly = palloc0(sizeof(uint64) * es->nsources);
+	mgr->xonly = EddySelectionsAlone(es);
 	mgr->work.cxt = CurrentMemoryContext;
-	for (i = 0; i < es->nmodules; i++)
-	{
-		EddyModule *m = es->modules[i];
-		int			x;
-
-		if (m->filter == NULL)
-			continue;
-		for (x = 0; x < es->nsources; x++)
-			if ((m->target[0].need & ~(1u << x)) == 0)
-				mgr->xonly[x] |= UINT64CONST(1) << i;
-	}
 	mgr->sides = palloc0(sizeof(EddyMigrationSide) * 2 * nhash);
 	for (i = 0; i < es->nmodules; i++)
 	{

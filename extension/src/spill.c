@@ -550,18 +550,7 @@ EddySpillStart(EddyState *es)
 	}
 
 	/* the selections on one relation alone: their done bits are kept */
-	xonly = palloc0(sizeof(uint64) * es->nsources);
-	for (i = 0; i < es->nmodules; i++)
-	{
-		EddyModule *m = es->modules[i];
-		int			x;
-
-		if (m->filter == NULL)
-			continue;
-		for (x = 0; x < es->nsources; x++)
-			if ((m->target[0].need & ~(1u << x)) == 0)
-				xonly[x] |= UINT64CONST(1) << i;
-	}
+	xonly = EddySelectionsAlone(es);
 	MemoryContextSwitchTo(old);
 
 	es->spill = sp;
