@@ -19,42 +19,18 @@ from eddytools.db import (
     set_gucs,
     vanilla_multiset,
 )
-from eddytools.testschemas import PATH_TABLES
+from eddytools.testschemas import PATH_QUERIES, PATH_TABLES
 
 SCHEMA = PATH_TABLES + """CREATE TABLE su AS SELECT * FROM s;
 CREATE UNIQUE INDEX ON su (id);
 ANALYZE r; ANALYZE s; ANALYZE t; ANALYZE u; ANALYZE w; ANALYZE dup; ANALYZE su;
 """
 
-LONGER = {
-    "path4": "SELECT r.v, t.v, u.w FROM r JOIN s ON s.rid = r.id JOIN t ON s.tid = t.id "
-             "JOIN u ON t.uid = u.id WHERE t.v % 5 <> 1",
-    "path5": "SELECT count(*), sum(r.v), sum(w.x) FROM r JOIN s ON s.rid = r.id "
-             "JOIN t ON s.tid = t.id JOIN u ON t.uid = u.id JOIN w ON u.wid = w.id",
-    "star": "SELECT s.id, r.v, t.v, dup.v FROM s JOIN r ON s.rid = r.id JOIN t ON s.tid = t.id "
-            "JOIN dup ON dup.k = s.id % 3 WHERE s.id % 11 = 0",
-    # unique sides (su.id): a tuple that meets its one partner is not stored
-    "unique": "SELECT count(*), sum(r.v) FROM r JOIN su a ON a.id = r.v "
-              "JOIN su b ON b.id = a.rid JOIN t ON t.id = b.tid",
-    # a selection over three relations, evaluated on intermediate tuples
-    "multi_selection": "SELECT r.v, s.id, t.v, u.w FROM r JOIN s ON s.rid = r.id "
-                       "JOIN t ON s.tid = t.id JOIN u ON t.uid = u.id "
-                       "WHERE r.v + t.v > 700 AND s.id + u.w < 2000",
-}
+LONGER = {k: PATH_QUERIES[k] for k in (
+    "path4", "path5", "star", "unique", "multi_selection")}
 
-QUERIES = {
-    "path3": "SELECT r.v, s.id, t.v FROM r JOIN s ON s.rid = r.id JOIN t ON s.tid = t.id "
-             "WHERE r.v % 3 <> 0",
-    "path3_selective": "SELECT r.v, s.id, t.v FROM r JOIN s ON s.rid = r.id "
-                       "JOIN t ON s.tid = t.id WHERE t.v % 5 <> 1 AND s.id % 4 = 0",
-    "cross_type": "SELECT r.v, s.id, t.v FROM r JOIN s ON s.rid = r.id8 JOIN t ON s.tid = t.id",
-    "text_keys": "SELECT r.v, s.id, t.v FROM r JOIN s ON s.tk = r.tk JOIN t ON t.tk = s.tk "
-                 "WHERE t.v < 200",
-    "duplicates": "SELECT count(*), sum(a.v + b.v + c.v) FROM dup a JOIN dup b ON a.k = b.k "
-                  "JOIN dup c ON c.k = b.k",
-    "two_keys": "SELECT r.v, s.id, t.v FROM r JOIN s ON s.rid = r.id AND s.tid = r.v % 250 "
-                "JOIN t ON s.tid = t.id",
-}
+QUERIES = {k: PATH_QUERIES[k] for k in (
+    "path3", "path3_selective", "cross_type", "text_keys", "duplicates", "two_keys")}
 
 
 @pytest.fixture

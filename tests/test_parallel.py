@@ -3,8 +3,8 @@
 Eddies run serially.  Where PostgreSQL would run a join block in parallel (a
 Gather over the block's cheapest partial path costs less than its cheapest
 serial path), the block keeps PostgreSQL's plan and the planner says why at
-DEBUG1; where it would not, the block gets its eddy.  Either way the rows are
-PostgreSQL's, with parallel plans forced by zero parallel costs.
+DEBUG1; where it would not, the block gets its eddy.  The serial eddy's rows
+are those of PostgreSQL's parallel plan (forced by zero parallel costs).
 """
 
 from __future__ import annotations
@@ -60,15 +60,20 @@ def test_parallel_plan_is_kept_and_serial_gets_the_eddy(par):
         assert eddy_nodes(explain_json(par, q)), q
 
 
-def test_rows_with_parallel_plans_forced(par):
-    """Under forced parallel plans, with eddies on (every policy, forced
-    spills and migrations), each query returns PostgreSQL's rows."""
-    _set(par, FORCED)
+def test_serial_eddy_rows_equal_the_parallel_plans(par):
+    """The serial eddy (parallel query off: each plan has one; every policy,
+    a forced spill and forced migrations) returns the rows of PostgreSQL's
+    parallel plan (parallel plans forced, eddies on, so the planner keeps
+    PostgreSQL's)."""
     for q in QUERIES:
-        set_gucs(par, enabled="off")
+        _set(par, FORCED)
+        plan = explain_json(par, q)
+        assert not eddy_nodes(plan), q
         want = multiset(par.execute(q).fetchall())
         assert sum(want.values()) > 0
+        _set(par, {"max_parallel_workers_per_gather": "0"})
         for policy in ("rank", "lottery", "cumulative"):
-            set_gucs(par, enabled="on", routing_policy=policy, debug_spill_after="50",
+            set_gucs(par, routing_policy=policy, debug_spill_after="50",
                      migration="greedy", debug_migrate_every="3")
+            assert eddy_nodes(explain_json(par, q)), (q, policy)
             assert multiset(par.execute(q).fetchall()) == want, (q, policy)

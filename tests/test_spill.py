@@ -18,7 +18,7 @@ import psycopg
 import pytest
 
 from eddytools.db import eddy_nodes, explain_json, multiset, set_gucs
-from eddytools.testschemas import PATH_TABLES
+from eddytools.testschemas import PATH_QUERIES, PATH_TABLES
 
 SCHEMA = PATH_TABLES + """CREATE TABLE su AS SELECT * FROM s;
 CREATE UNIQUE INDEX ON su (id);
@@ -29,24 +29,8 @@ ALTER TABLE w SET (autovacuum_enabled = off); ALTER TABLE dup SET (autovacuum_en
 ALTER TABLE su SET (autovacuum_enabled = off);
 """
 
-QUERIES = {
-    "path3": "SELECT r.v, s.id, t.v FROM r JOIN s ON s.rid = r.id JOIN t ON s.tid = t.id "
-             "WHERE r.v % 3 <> 0",
-    "path5": "SELECT count(*), sum(r.v), sum(w.x) FROM r JOIN s ON s.rid = r.id "
-             "JOIN t ON s.tid = t.id JOIN u ON t.uid = u.id JOIN w ON u.wid = w.id",
-    "star": "SELECT s.id, r.v, t.v, dup.v FROM s JOIN r ON s.rid = r.id JOIN t ON s.tid = t.id "
-            "JOIN dup ON dup.k = s.id % 3 WHERE s.id % 11 = 0",
-    "unique": "SELECT count(*), sum(r.v) FROM r JOIN su a ON a.id = r.v "
-              "JOIN su b ON b.id = a.rid JOIN t ON t.id = b.tid",
-    "cross_type": "SELECT r.v, s.id, t.v FROM r JOIN s ON s.rid = r.id8 JOIN t ON s.tid = t.id",
-    "text_keys": "SELECT r.v, s.id, t.v FROM r JOIN s ON s.tk = r.tk JOIN t ON t.tk = s.tk "
-                 "WHERE t.v < 200",
-    "duplicates": "SELECT count(*), sum(a.v + b.v + c.v) FROM dup a JOIN dup b ON a.k = b.k "
-                  "JOIN dup c ON c.k = b.k",
-    "multi_selection": "SELECT r.v, s.id, t.v, u.w FROM r JOIN s ON s.rid = r.id "
-                       "JOIN t ON s.tid = t.id JOIN u ON t.uid = u.id "
-                       "WHERE r.v + t.v > 700 AND s.id + u.w < 2000",
-}
+QUERIES = {k: PATH_QUERIES[k] for k in (
+    "path3", "path5", "star", "unique", "cross_type", "text_keys", "duplicates", "multi_selection")}
 
 
 def tmp_files(conn) -> int:
