@@ -1,36 +1,57 @@
-"""Eddies and parallel query (extension/src/planner.c, parallel_plan_cheaper).
+"""Eddies in parallel plans (extension/src/parallel.c; the planner's side in
+plan_join.c, "Parallel eddies", and planner.c).
 
-Eddies run serially.  Where PostgreSQL would run a join block in parallel (a
-Gather over the block's cheapest partial path costs less than its cheapest
-serial path), the block keeps PostgreSQL's plan and the planner says why at
-DEBUG1; where it would not, the block gets its eddy.  The serial eddy's rows
-are those of PostgreSQL's parallel plan (forced by zero parallel costs).
+A partial eddy reads one relation through a partial scan (each participant
+its share) and every other relation whole; a Gather collects the results.
+With parallel plans forced (zero parallel costs), a join block whose other
+relations are small gets a "Parallel Custom Scan (Eddy)" under a Gather and
+returns exactly PostgreSQL's rows, under every policy, a forced spill,
+forced migrations and SteM mode; EXPLAIN ANALYZE shows each worker's
+counters.  Where the parallel eddy would repeat more work than PostgreSQL's
+parallel plan shares (a Parallel Hash over a large relation), PostgreSQL's
+plan stays and the planner says why at DEBUG1.  A selection eddy runs over a
+parallel scan the same way.
 """
 
 from __future__ import annotations
 
 import pytest
 
-from eddytools.db import eddy_nodes, eddy_reasons, explain_json, multiset, plan_nodes, set_gucs
+from eddytools.db import (
+    PARALLEL_FORCED,
+    eddy_nodes,
+    eddy_reasons,
+    explain_json,
+    multiset,
+    plan_nodes,
+    set_gucs,
+)
 
 SCHEMA = """
-CREATE TABLE pa AS SELECT g AS id, g % 5000 AS k, md5(g::text) AS s
+CREATE TABLE pa AS SELECT g AS id, g % 5000 AS k, md5(g::text) AS s, g % 10 AS j
     FROM generate_series(1, 200000) g;
 CREATE TABLE pb AS SELECT g AS id, g % 5000 AS k, g % 10 AS j FROM generate_series(1, 100000) g;
 CREATE TABLE pc AS SELECT g AS j, 'c' || g AS name FROM generate_series(0, 9) g;
-ANALYZE pa, pb, pc;
+CREATE TABLE pd AS SELECT g AS k, g % 3 AS z FROM generate_series(0, 4999, 7) g;
+CREATE FUNCTION pslow(int) RETURNS bool LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE COST 500
+    AS 'BEGIN RETURN $1 % 3 <> 0; END';
+ANALYZE pa, pb, pc, pd;
 """
 
-QUERIES = [
-    "SELECT count(*), sum(pa.id), max(pc.name) FROM pa JOIN pb ON pa.k = pb.k "
-    "JOIN pc ON pc.j = pb.j WHERE pa.id % 7 <> 0",
-    "SELECT pa.id, pb.id FROM pa JOIN pb ON pa.k = pb.k WHERE pa.id < 3000 AND pb.j = 3",
-    "SELECT pc.name, count(*) FROM pa JOIN pb ON pa.k = pb.k JOIN pc ON pc.j = pb.j "
-    "WHERE pa.s LIKE 'a%' GROUP BY pc.name",
+# the other relations are small: the parallel eddy repeats little
+PARALLEL_QUERIES = [
+    "SELECT count(*), sum(pa.id), max(pc.name) FROM pa JOIN pc ON pc.j = pa.j "
+    "JOIN pd ON pd.k = pa.k WHERE pa.id % 7 <> 0",
+    "SELECT pa.id, pc.name, pd.z FROM pa JOIN pc ON pc.j = pa.j JOIN pd ON pd.k = pa.k "
+    "WHERE pa.s LIKE 'a%' AND pd.z <> 1",
+    "SELECT pc.name, count(*) FROM pa JOIN pc ON pc.j = pa.j GROUP BY pc.name",
 ]
 
-FORCED = {"max_parallel_workers_per_gather": "2", "parallel_setup_cost": "0",
-          "parallel_tuple_cost": "0", "min_parallel_table_scan_size": "0"}
+# PostgreSQL's plan shares a Parallel Hash over pb (100,000 rows)
+SHARED_QUERY = ("SELECT count(*), sum(pa.id) FROM pa JOIN pb ON pa.k = pb.k "
+                "WHERE pa.id % 7 <> 0")
+
+SELECTION_QUERY = "SELECT id, k FROM pa WHERE pslow(id) AND pslow(k) AND s LIKE '%a%'"
 
 
 @pytest.fixture
@@ -45,35 +66,109 @@ def _set(conn, settings: dict) -> None:
         conn.execute("SELECT set_config(%s, %s, false)", (name, value))
 
 
-def test_parallel_plan_is_kept_and_serial_gets_the_eddy(par):
-    """With parallel plans forced the join blocks keep PostgreSQL's parallel
-    plan (a Gather, no eddy, the DEBUG1 reason); with parallel query off the
-    same blocks get eddies."""
-    _set(par, FORCED)
-    for q in QUERIES:
-        plan = explain_json(par, q)
-        assert not eddy_nodes(plan), q
-        assert any(n["Node Type"] in ("Gather", "Gather Merge") for n in plan_nodes(plan)), q
-        assert any("PostgreSQL's plan for it is parallel" in r for r in eddy_reasons(par, q)), q
-    _set(par, {"max_parallel_workers_per_gather": "0"})
-    for q in QUERIES:
-        assert eddy_nodes(explain_json(par, q)), q
+def _parallel_eddy(plan: dict) -> dict | None:
+    """The parallel-aware Eddy node under a Gather, if the plan has one."""
+    gathers = [n for n in plan_nodes(plan) if n["Node Type"] in ("Gather", "Gather Merge")]
+    for g in gathers:
+        for n in plan_nodes(g):
+            if n.get("Custom Plan Provider") == "Eddy" and n.get("Parallel Aware"):
+                return n
+    return None
 
 
-def test_serial_eddy_rows_equal_the_parallel_plans(par):
-    """The serial eddy (parallel query off: each plan has one; every policy,
-    a forced spill and forced migrations) returns the rows of PostgreSQL's
-    parallel plan (parallel plans forced, eddies on, so the planner keeps
-    PostgreSQL's)."""
-    for q in QUERIES:
-        _set(par, FORCED)
-        plan = explain_json(par, q)
-        assert not eddy_nodes(plan), q
-        want = multiset(par.execute(q).fetchall())
-        assert sum(want.values()) > 0
+def test_parallel_eddy_under_gather_returns_vanillas_rows(par):
+    """With parallel plans forced each join block gets a parallel eddy over a
+    Parallel Seq Scan of pa, and its rows are those of PostgreSQL's plan
+    (serial and parallel), under every policy and with a forced spill,
+    forced migrations and SteM mode."""
+    for q in PARALLEL_QUERIES:
+        set_gucs(par, enabled="off")
         _set(par, {"max_parallel_workers_per_gather": "0"})
-        for policy in ("rank", "lottery", "cumulative"):
-            set_gucs(par, routing_policy=policy, debug_spill_after="50",
-                     migration="greedy", debug_migrate_every="3")
-            assert eddy_nodes(explain_json(par, q)), (q, policy)
-            assert multiset(par.execute(q).fetchall()) == want, (q, policy)
+        want = multiset(par.execute(q).fetchall())
+        assert sum(want.values()) > 0, q
+        _set(par, PARALLEL_FORCED)
+        assert multiset(par.execute(q).fetchall()) == want, q
+        set_gucs(par, enabled="on")
+        for extra in ({}, {"routing_policy": "lottery", "debug_spill_after": "50"},
+                      {"routing_policy": "cumulative", "migration": "greedy",
+                       "debug_migrate_every": "3"},
+                      {"state_mode": "stems", "source_schedule": "proportional"}):
+            set_gucs(par, routing_policy="rank", debug_spill_after="0", migration="off",
+                     debug_migrate_every="0", state_mode="stairs", source_schedule="build")
+            set_gucs(par, **extra)
+            plan = explain_json(par, q)
+            node = _parallel_eddy(plan)
+            assert node is not None, (q, extra, eddy_reasons(par, q))
+            scans = [n for n in plan_nodes(node) if n["Node Type"] == "Seq Scan"]
+            assert any(n.get("Parallel Aware") and n["Relation Name"] == "pa"
+                       for n in scans), (q, extra)
+            assert all(not n.get("Parallel Aware") for n in scans
+                       if n["Relation Name"] != "pa"), (q, extra)
+            assert multiset(par.execute(q).fetchall()) == want, (q, extra)
+
+
+def test_workers_report_their_counters(par):
+    """EXPLAIN ANALYZE of a parallel eddy shows each worker's counters: with
+    the leader not participating, the workers read every row of pa that its
+    scan returns between them (plus pc's and pd's each), and the Parallel Seq
+    Scan's rows add up."""
+    _set(par, PARALLEL_FORCED | {"parallel_leader_participation": "off"})
+    q = PARALLEL_QUERIES[0]
+    plan = explain_json(par, q, analyze=True)
+    node = _parallel_eddy(plan)
+    assert node is not None
+    gather = next(n for n in plan_nodes(plan) if n["Node Type"] == "Gather")
+    launched = gather["Workers Launched"]
+    workers = node.get("Eddy Workers", [])
+    reported = [w for w in workers if "Tuples Read" in w]
+    assert launched >= 1, gather  # the test server allows 8 worker processes
+    assert len(reported) == launched, workers
+    assert sorted(w["Worker Number"] for w in reported) == list(range(launched))
+    # the rows of pa the scan returns (its filter stays on it)
+    pa_rows = par.execute("SELECT count(*) FROM pa WHERE id % 7 <> 0").fetchone()[0]
+    read = sum(w["Tuples Read"] for w in reported)
+    assert pa_rows < read <= pa_rows + launched * (10 + 715), (read, pa_rows)
+    assert all(w["Tuples Routed"] > 0 and w["Peak Memory"] > 0 for w in reported)
+    scan = next(n for n in plan_nodes(node)
+                if n["Node Type"] == "Seq Scan" and n["Relation Name"] == "pa")
+    # EXPLAIN shows rows per loop, rounded
+    assert abs(scan["Actual Rows"] * scan["Actual Loops"] - pa_rows) < scan["Actual Loops"]
+
+    # text format: one line per worker
+    text = "\n".join(r[0] for r in par.execute(
+        f"EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) {q}").fetchall())
+    assert "Parallel Custom Scan (Eddy)" in text
+    assert text.count("Worker 0:  Tuples Read:") == 1, text
+
+
+def test_shared_parallel_hash_keeps_postgresqls_plan(par):
+    """Where PostgreSQL's parallel plan shares a Parallel Hash over a large
+    relation that a parallel eddy would read whole in every process, the
+    block keeps PostgreSQL's plan (the DEBUG1 reason names the cost); with
+    parallel query off it gets its serial eddy, with the same rows."""
+    _set(par, PARALLEL_FORCED)
+    plan = explain_json(par, SHARED_QUERY)
+    assert not eddy_nodes(plan)
+    assert any(n["Node Type"] == "Hash" and n.get("Parallel Aware") for n in plan_nodes(plan))
+    assert any("a parallel eddy would cost more" in r
+               for r in eddy_reasons(par, SHARED_QUERY)), eddy_reasons(par, SHARED_QUERY)
+    want = multiset(par.execute(SHARED_QUERY).fetchall())
+    _set(par, {"max_parallel_workers_per_gather": "0"})
+    assert eddy_nodes(explain_json(par, SHARED_QUERY))
+    assert multiset(par.execute(SHARED_QUERY).fetchall()) == want
+
+
+def test_selection_eddy_over_a_parallel_scan(par):
+    """A selection eddy over a Parallel Seq Scan: a partial eddy under a
+    Gather, with PostgreSQL's rows."""
+    set_gucs(par, enabled="off")
+    want = multiset(par.execute(SELECTION_QUERY).fetchall())
+    assert sum(want.values()) > 0
+    set_gucs(par, enabled="on")
+    _set(par, PARALLEL_FORCED)
+    plan = explain_json(par, SELECTION_QUERY)
+    node = _parallel_eddy(plan)
+    assert node is not None, plan
+    assert any(n["Node Type"] == "Seq Scan" and n.get("Parallel Aware")
+               for n in plan_nodes(node))
+    assert multiset(par.execute(SELECTION_QUERY).fetchall()) == want

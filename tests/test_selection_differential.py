@@ -7,7 +7,14 @@ import random
 
 import pytest
 
-from eddytools.db import eddy_nodes, explain_json, multiset, plan_nodes, set_gucs
+from eddytools.db import (
+    eddy_nodes,
+    explain_json,
+    multiset,
+    parallel_settings,
+    plan_nodes,
+    set_gucs,
+)
 from eddytools.querygen import SelectionQueryGenerator, wisconsin_like_ddl
 from eddytools.sqlast import parse
 
@@ -23,8 +30,9 @@ def test_generated_selection_queries_match_vanilla(eddy_conn, chunk):
     text-bearing Wisconsin-like table) returns exactly PostgreSQL's multiset of
     rows under a random policy and reoptimization frequency, and its plan has
     an Eddy whenever every predicate is a selection operator (unless an index
-    scan that enforces all but one of them is cheaper).  Odd chunks run
-    on a table with a dropped column."""
+    scan that enforces all but one of them is cheaper), a partial eddy under
+    a Gather when parallel plans are forced (a third of the queries).  Odd
+    chunks run on a table with a dropped column."""
     conn = eddy_conn
     conn.execute(wisconsin_like_ddl("wisc", 20000))
     if chunk % 2:
@@ -33,7 +41,7 @@ def test_generated_selection_queries_match_vanilla(eddy_conn, chunk):
     gen = SelectionQueryGenerator(seed=7100 + chunk)
     rng = random.Random(chunk)
     eddies_seen = 0
-    for _ in range(QUERIES_PER_CHUNK):
+    for i in range(QUERIES_PER_CHUNK):
         q = gen.query()
         parse(q.sql)  # the generator only emits valid postgres SQL
         all_routed = rng.random() < 0.75
@@ -41,7 +49,8 @@ def test_generated_selection_queries_match_vanilla(eddy_conn, chunk):
                  selection_min_cost=0 if all_routed else 0.01,
                  routing_policy=rng.choice(POLICIES),
                  reopt_frequency=rng.choice([1, 2, 10, 100, 1000]),
-                 lottery_window=rng.choice([0, 0, 50]))
+                 lottery_window=rng.choice([0, 0, 50]),
+                 **parallel_settings(f"{chunk}:{i}"))
         plan = explain_json(conn, q.sql)
         if all_routed and not eddy_nodes(plan):
             # only an index that enforces all but one predicate may win

@@ -50,6 +50,9 @@
  * directly; the filters' columns are deformed once per tuple.  This fast
  * path is a property of the source and the modules, not a second node.
  *
+ * In a parallel plan each participant runs its own eddy over its share of
+ * one source and the whole of the others (parallel.c).
+ *
  * Settings are read when the node starts (eddy.routing_policy,
  * eddy.reopt_frequency, eddy.lottery_window, eddy.state_mode), so a
  * prepared statement uses the values in effect when it runs.  What the eddy learned survives a
@@ -85,6 +88,11 @@ static const CustomExecMethods eddy_exec_methods = {
 	.ExecCustomScan = eddy_exec,
 	.EndCustomScan = eddy_end,
 	.ReScanCustomScan = eddy_rescan,
+	.EstimateDSMCustomScan = EddyEstimateDSM,
+	.InitializeDSMCustomScan = EddyInitializeDSM,
+	.ReInitializeDSMCustomScan = EddyReInitializeDSM,
+	.InitializeWorkerCustomScan = EddyInitializeWorker,
+	.ShutdownCustomScan = EddyShutdown,
 	.ExplainCustomScan = EddyExplain,
 };
 

@@ -19,6 +19,7 @@
 #include "eddy.h"
 
 #include "access/genam.h"
+#include "access/parallel.h"
 #include "commands/explain.h"
 #include "executor/executor.h"
 #include "utils/rel.h"
@@ -41,6 +42,7 @@
 typedef struct EddyState EddyState;
 typedef struct EddyModule EddyModule;
 typedef struct EddySpill EddySpill;
+typedef struct EddySharedStats EddySharedStats;
 
 /* ----------------------------------------------------------------
  *		Predicates
@@ -440,6 +442,11 @@ struct EddyState
 	struct EddyMigrator *migrator;
 	bool		migrating;		/* ... and its state may move */
 	bool		replaying;		/* rebuilding it: results are dropped */
+
+	/* parallel plans (parallel.c) */
+	bool		in_worker;		/* this is a parallel worker's eddy */
+	EddySharedStats *shared_stats;	/* the workers' counters, in DSM */
+	EddySharedStats *worker_stats;	/* leader: their copy, for EXPLAIN */
 };
 
 /* exec.c */
@@ -607,6 +614,7 @@ extern void EddyMigrationInit(EddyState *es);
 extern void EddyMigrationStasis(EddyState *es);
 extern void EddyMigrationRescan(EddyState *es);
 extern void EddyMigrationExplain(EddyState *es, ExplainState *xs);
+extern uint64 EddyMigrations(EddyState *es);
 
 /* spill.c */
 extern void EddySpillInit(EddyState *es);
@@ -617,6 +625,18 @@ extern TupleTableSlot *EddySpillRead(EddyState *es, int i);
 extern void EddySpillOver(EddyState *es);
 extern void EddySpillEnd(EddyState *es, bool rescan);
 extern void EddySpillExplain(EddyState *es, ExplainState *xs);
+extern void EddySpillTotalsNow(EddyState *es, EddySpillTotals *tot);
+
+/* parallel.c */
+extern Size EddyEstimateDSM(CustomScanState *node, ParallelContext *pcxt);
+extern void EddyInitializeDSM(CustomScanState *node, ParallelContext *pcxt,
+							  void *coordinate);
+extern void EddyReInitializeDSM(CustomScanState *node, ParallelContext *pcxt,
+								void *coordinate);
+extern void EddyInitializeWorker(CustomScanState *node, shm_toc *toc,
+								 void *coordinate);
+extern void EddyShutdown(CustomScanState *node);
+extern void EddyExplainWorkers(EddyState *es, ExplainState *xs);
 
 /* schedule.c */
 extern void EddyScheduleInit(EddyState *es);

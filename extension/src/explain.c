@@ -323,4 +323,5 @@ EddyExplain(CustomScanState *node, List *ancestors, ExplainState *xs)
 	}
 	if (xs->verbose)
 		ExplainPropertyText("Routing History", history_string(es), xs);
+	EddyExplainWorkers(es, xs);
 }

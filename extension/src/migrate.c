@@ -853,3 +853,10 @@ EddyMigrationExplain(EddyState *es, ExplainState *xs)
 		appendStringInfoString(&buf, "; ...");
 	ExplainPropertyText("Migration History", buf.data, xs);
 }
+
+/* Migrations so far (parallel.c: a worker's counters) */
+uint64
+EddyMigrations(EddyState *es)
+{
+	return es->migrator != NULL ? es->migrator->migrations : 0;
+}

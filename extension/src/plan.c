@@ -41,6 +41,8 @@
  */
 #include "eddy.h"
 
+#include <math.h>
+
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
 #include "optimizer/cost.h"
@@ -67,7 +69,9 @@ extern const CustomScanMethods eddy_scan_methods;
 /*
  * An EddyPath over one scan path of rel.  The child is adopted: its
  * pathtarget is replaced by source_target, and it is no longer in the
- * relation's pathlist (planner.c replaces that list).
+ * relation's pathlist (planner.c replaces that list).  Over a partial path
+ * (a parallel scan), the EddyPath is partial too, for the relation's
+ * partial_pathlist.
  */
 Path *
 EddyCreatePath(PlannerInfo *root, RelOptInfo *rel, Path *child,
@@ -82,9 +86,16 @@ EddyCreatePath(PlannerInfo *root, RelOptInfo *rel, Path *child,
 	cpath->path.parent = rel;
 	cpath->path.pathtarget = rel->reltarget;
 	cpath->path.param_info = NULL;
-	cpath->path.parallel_aware = false;
-	cpath->path.parallel_safe = false;
-	cpath->path.parallel_workers = 0;
+
+	/*
+	 * Over a partial scan, a partial eddy (parallel.c): each participant
+	 * routes its share of the rows.  Parallel-aware for its workers'
+	 * counters; parallel-safe when its predicates are.
+	 */
+	cpath->path.parallel_aware = child->parallel_aware;
+	cpath->path.parallel_safe = child->parallel_aware && child->parallel_safe &&
+		rel->consider_parallel;
+	cpath->path.parallel_workers = child->parallel_aware ? child->parallel_workers : 0;
 	cpath->path.rows = child->rows;
 	/* routing costs about one operator call per predicate and tuple */
 	cpath->path.startup_cost = child->startup_cost;
@@ -129,6 +140,25 @@ EddyPrivateIntegers(List *ints)
 	return result;
 }
 
+/*
+ * A number as a Float node (private.h).  Its text always has a decimal
+ * point or an exponent: a plan sent to parallel workers is written out and
+ * read back (nodeToString, stringToNode), and a Float whose text looks like
+ * an integer would read back as an Integer.
+ */
+Node *
+EddyPrivateFloat(double v)
+{
+	char		buf[64];
+
+	if (isnan(v) || isinf(v))
+		v = 0;
+	snprintf(buf, sizeof(buf), "%.17g", v);
+	if (strpbrk(buf, ".e") == NULL)
+		strlcat(buf, ".0", sizeof(buf));
+	return (Node *) makeFloat(pstrdup(buf));
+}
+
 /* An OID as an Integer, as private.h stores them */
 Node *
 EddyPrivateOid(Oid oid)
@@ -147,8 +177,8 @@ EddySelectionPrivate(uint32 sources, List *prereqs, int expr_index,
 	items[EddySelSources] = (Node *) makeInteger((int) sources);
 	items[EddySelPrereqs] = (Node *) EddyPrivateIntegers(prereqs);
 	items[EddySelExpr] = (Node *) makeInteger(expr_index);
-	items[EddySelEstSelectivity] = (Node *) makeFloat(psprintf("%.6g", est_sel));
-	items[EddySelEstCost] = (Node *) makeFloat(psprintf("%.6g", est_cost));
+	items[EddySelEstSelectivity] = (Node *) EddyPrivateFloat(est_sel);
+	items[EddySelEstCost] = (Node *) EddyPrivateFloat(est_cost);
 	return EddyPrivateList(items, EddySelNumItems);
 }
 
@@ -167,7 +197,7 @@ scan_source_private(Plan *source)
 	items[EddySourcePlan] = (Node *) makeInteger(0);
 	items[EddySourceHeapOid] = EddyPrivateOid(InvalidOid);
 	items[EddySourceHeapAttnos] = (Node *) NIL;
-	items[EddySourceEstRows] = (Node *) makeFloat(psprintf("%.0f", source->plan_rows));
+	items[EddySourceEstRows] = (Node *) EddyPrivateFloat(source->plan_rows);
 	return EddyPrivateList(items, EddySourceNumItems);
 }
 
@@ -231,7 +261,7 @@ eddy_plan_custom_path(PlannerInfo *root, RelOptInfo *rel,
 	priv[EddyPrivSources] = (Node *) list_make1(scan_source_private(source));
 	priv[EddyPrivModules] = (Node *) modules;
 	priv[EddyPrivSourceOrder] = (Node *) list_make1(makeInteger(0));
-	priv[EddyPrivEstState] = (Node *) makeFloat(pstrdup("0"));
+	priv[EddyPrivEstState] = (Node *) EddyPrivateFloat(0);
 
 	cscan->scan.plan.targetlist = tlist;
 	cscan->scan.plan.qual = NIL;

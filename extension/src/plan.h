@@ -20,11 +20,12 @@ extern Path *EddyCreatePath(PlannerInfo *root, RelOptInfo *rel, Path *child,
 extern List *EddyPrivateList(Node **items, int nitems);
 extern List *EddyPrivateIntegers(List *ints);
 extern Node *EddyPrivateOid(Oid oid);
+extern Node *EddyPrivateFloat(double v);
 extern List *EddySelectionPrivate(uint32 sources, List *prereqs, int expr_index,
 								  Selectivity est_sel, Cost est_cost);
 
 /* plan_join.c */
 extern Path *EddyCreateJoinPath(PlannerInfo *root, RelOptInfo *joinrel,
-								List *initial_rels);
+								List *initial_rels, Path **partial);
 
 #endif							/* EDDY_PLAN_H */

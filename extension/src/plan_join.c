@@ -75,6 +75,10 @@
  * touches PostgreSQL's paths: only once the eddy is certain do the chosen
  * scan paths get the eddy's target lists (make_join_path), and a block that
  * falls back keeps its vanilla plan exactly as PostgreSQL made it.
+ * Last, the parallel decision ("Parallel eddies" below): where possible
+ * the eddy gets a partial twin for the relation's partial_pathlist, and
+ * where PostgreSQL would run the block in parallel and the twin would cost
+ * more than its parallel plan, the block keeps PostgreSQL's plan.
  * eddy_plan_join_path makes, in order: the sources and their column
  * ranges, the selection modules with their prerequisites, and the join
  * modules with their uniqueness; the reading order is the one decided
@@ -665,23 +669,26 @@ path_projects(Path *path)
  * The source path of a scanned relation: its cheapest unparameterized path,
  * or, when the eddy needs columns beyond the relation's target, the
  * cheapest unparameterized one that computes its target list (a Gather or
- * an Append returns what its children return, nothing more).
+ * an Append returns what its children return, nothing more); for a
+ * parallel eddy, the cheapest parallel-safe one (not a Gather).
  */
 static Path *
-source_path(RelOptInfo *rel, bool needs_projection)
+source_path(RelOptInfo *rel, bool needs_projection, bool parallel_safe)
 {
 	Path	   *best = NULL;
 	ListCell   *lc;
 
 	if (rel->cheapest_total_path != NULL &&
 		rel->cheapest_total_path->param_info == NULL &&
-		(!needs_projection || path_projects(rel->cheapest_total_path)))
+		(!needs_projection || path_projects(rel->cheapest_total_path)) &&
+		(!parallel_safe || rel->cheapest_total_path->parallel_safe))
 		return rel->cheapest_total_path;
 	foreach(lc, rel->pathlist)
 	{
 		Path	   *p = lfirst(lc);
 
-		if (p->param_info != NULL || (needs_projection && !path_projects(p)))
+		if (p->param_info != NULL || (needs_projection && !path_projects(p)) ||
+			(parallel_safe && !p->parallel_safe))
 			continue;
 		if (best == NULL || p->total_cost < best->total_cost)
 			best = p;
@@ -1054,7 +1061,7 @@ columns_and_source_paths(PlannerInfo *root, EddyJoinPath *jp, Path **children)
 		if (jp->scanned[i])
 		{
 			children[i] = source_path(rel, list_length(target->exprs) >
-									  list_length(rel->reltarget->exprs));
+									  list_length(rel->reltarget->exprs), false);
 			if (children[i] == NULL)
 			{
 				elog(DEBUG1, "eddy: join block not used: no unparameterized path that returns the columns a relation must provide");
@@ -1366,14 +1373,309 @@ parameterized_scan_lost(EddyJoinPath *jp, Path *path)
 	}
 }
 
+/* ----------------------------------------------------------------
+ *		Parallel eddies (parallel.c)
+ *
+ * A partial twin of the eddy reads one relation, the partial source,
+ * through a partial path (each participant gets its share of the blocks)
+ * and every other scanned relation whole in every participant, holding its
+ * own join state.  The partial source is the relation PostgreSQL's
+ * cheapest partial plan drives (its outermost partial scan), read last so
+ * that its rows are never stored (mod_hashjoin.c).  Its cost is PostgreSQL's
+ * partial plan's, plus what the eddy repeats that PostgreSQL shares: a
+ * relation PostgreSQL's plan also reads through a partial scan (a Parallel
+ * Hash's inner side) costs each participant its whole scan instead of its
+ * share, and one PostgreSQL reaches through a parameterized path costs its
+ * whole scan.  Where PostgreSQL would run the block in parallel, the eddy
+ * is used only if a Gather over its partial twin costs no more than
+ * EDDY_PARALLEL_TOLERANCE times a Gather over PostgreSQL's partial plan
+ * (1% more: reading a small relation whole in every process).
+ * ----------------------------------------------------------------
+ */
+#define EDDY_PARALLEL_TOLERANCE 1.01
+
+typedef struct PartialCost
+{
+	Cost		startup;
+	Cost		total;			/* of a Gather over the partial twin */
+	Cost		path_total;		/* of the partial twin itself */
+	double		state;			/* its estimated join state per participant */
+} PartialCost;
+
+/*
+ * Would PostgreSQL run the block in parallel: does a Gather over its
+ * cheapest partial path cost less than its cheapest serial path?  The
+ * comparison is made on the join alone, before any partial aggregation
+ * above it (which favours the parallel plan further).  *gather_cost gets
+ * that Gather's cost.
+ */
+static bool
+parallel_plan_cheaper(PlannerInfo *root, RelOptInfo *joinrel, Cost *gather_cost)
+{
+	GatherPath *gather;
+
+	if (joinrel->partial_pathlist == NIL || joinrel->cheapest_total_path == NULL)
+		return false;
+	gather = create_gather_path(root, joinrel, linitial(joinrel->partial_pathlist),
+								joinrel->reltarget, NULL, NULL);
+	*gather_cost = gather->path.total_cost;
+	return gather->path.total_cost < joinrel->cheapest_total_path->total_cost;
+}
+
+/*
+ * The relations a partial plan reads through partial scans (*partial) and
+ * through parameterized paths (*param), and the first partial scan met
+ * going down outer sides first (*driver, -1 if none).
+ */
+static void
+partial_plan_relations(EddyJoinPath *jp, Path *path, uint32 *partial,
+					   uint32 *param, int *driver)
+{
+	check_stack_depth();
+	if (path->parent != NULL && path->parent->reloptkind == RELOPT_BASEREL)
+	{
+		int			i = rel_index(jp, path->parent->relid);
+
+		if (i < 0)
+			return;
+		if (path->param_info != NULL)
+			*param |= 1u << i;
+		if (path->parallel_aware)
+		{
+			*partial |= 1u << i;
+			if (*driver < 0)
+				*driver = i;
+		}
+		return;
+	}
+	switch (nodeTag(path))
+	{
+		case T_NestPath:
+		case T_HashPath:
+		case T_MergePath:
+			partial_plan_relations(jp, ((JoinPath *) path)->outerjoinpath,
+								   partial, param, driver);
+			partial_plan_relations(jp, ((JoinPath *) path)->innerjoinpath,
+								   partial, param, driver);
+			break;
+		case T_MaterialPath:
+			partial_plan_relations(jp, ((MaterialPath *) path)->subpath,
+								   partial, param, driver);
+			break;
+		case T_MemoizePath:
+			partial_plan_relations(jp, ((MemoizePath *) path)->subpath,
+								   partial, param, driver);
+			break;
+		case T_SortPath:
+		case T_IncrementalSortPath:
+			partial_plan_relations(jp, ((SortPath *) path)->subpath,
+								   partial, param, driver);
+			break;
+		case T_ProjectionPath:
+			partial_plan_relations(jp, ((ProjectionPath *) path)->subpath,
+								   partial, param, driver);
+			break;
+		default:
+			break;
+	}
+}
+
+/* The cheapest partial path of rel that can be the eddy's source, or NULL */
+static Path *
+partial_source_path(RelOptInfo *rel)
+{
+	ListCell   *lc;
+
+	foreach(lc, rel->partial_pathlist)	/* cheapest first */
+	{
+		Path	   *p = lfirst(lc);
+
+		if (p->parallel_aware && p->parallel_safe && p->param_info == NULL &&
+			path_projects(p))
+			return p;
+	}
+	return NULL;
+}
+
+/*
+ * The partial source of the eddy's partial twin: its partial path
+ * (returned), its relation (*rel), the reading order with it last
+ * (*order) and the twin's costs (*cost), and per scanned relation the path
+ * the twin reads (pchildren: the serial eddy's unless that one is not
+ * parallel-safe, a Gather); or NULL with the reason (*why).
+ */
+static Path *
+partial_source(PlannerInfo *root, EddyJoinPath *jp, RelOptInfo *joinrel,
+			   Path **children, Path **pchildren, int *rel, List **order,
+			   PartialCost *cost, const char **why)
+{
+	Path	   *pg_partial;
+	Path	   *child = NULL;
+	uint32		partial = 0;
+	uint32		param = 0;
+	int			driver = -1;
+	Cost		extra = 0;
+	int			nstairs;
+	double		state;
+	GatherPath *gather;
+	EddyJoinPath twin;
+	int			i;
+	ListCell   *lc;
+
+	*rel = -1;
+	if (max_parallel_workers_per_gather <= 0)
+	{
+		*why = "max_parallel_workers_per_gather is 0";
+		return NULL;
+	}
+	if (!joinrel->consider_parallel)
+	{
+		*why = "the block is not parallel-safe";
+		return NULL;
+	}
+	if (joinrel->partial_pathlist == NIL)
+	{
+		*why = "PostgreSQL found no partial plan for it";
+		return NULL;
+	}
+	pg_partial = linitial(joinrel->partial_pathlist);
+	partial_plan_relations(jp, pg_partial, &partial, &param, &driver);
+
+	/* PostgreSQL's driving relation, or else the largest partial one */
+	if (driver >= 0 && jp->scanned[driver])
+		child = partial_source_path(jp->rels[driver]);
+	if (child != NULL)
+		*rel = driver;
+	else
+	{
+		for (i = 0; i < jp->nrels; i++)
+		{
+			Path	   *p;
+
+			if (!jp->scanned[i] || !(partial & (1u << i)))
+				continue;
+			p = partial_source_path(jp->rels[i]);
+			if (p != NULL && (child == NULL || jp->rels[i]->rows > jp->rels[*rel]->rows))
+			{
+				child = p;
+				*rel = i;
+			}
+		}
+	}
+	if (child == NULL)
+	{
+		*why = "no relation it scans has a partial path it can read";
+		return NULL;
+	}
+	for (i = 0; i < jp->nrels; i++)
+	{
+		if (!jp->scanned[i] || i == *rel)
+			continue;
+		pchildren[i] = children[i];
+		if (!pchildren[i]->parallel_safe)
+			pchildren[i] = source_path(jp->rels[i],
+									   list_length(jp->targets[i]->exprs) >
+									   list_length(jp->rels[i]->reltarget->exprs),
+									   true);
+		if (pchildren[i] == NULL)
+		{
+			*why = psprintf("relation \"%s\" has no parallel-safe scan the eddy can read",
+							get_rel_name(planner_rt_fetch(jp->rels[i]->relid, root)->relid));
+			return NULL;
+		}
+		if (param & (1u << i))
+			extra += pchildren[i]->total_cost;
+		else if (partial & (1u << i))
+		{
+			Path	   *p = partial_source_path(jp->rels[i]);
+
+			extra += pchildren[i]->total_cost - (p != NULL ? p->total_cost : 0);
+		}
+	}
+	pchildren[*rel] = child;
+
+	/* the partial source last; every participant's state must fit */
+	*order = NIL;
+	foreach(lc, jp->reading_order)
+		if (intVal(lfirst(lc)) != *rel)
+			*order = lappend(*order, lfirst(lc));
+	*order = lappend(*order, makeInteger(*rel));
+	state = estimated_join_state(root, jp, *order, &nstairs);
+	if (nstairs > 0 && state > (double) EddyMaxMemoryBytes(nstairs))
+	{
+		*why = "the join state every participant would hold exceeds eddy.max_memory";
+		return NULL;
+	}
+
+	cost->state = state;
+	cost->startup = pg_partial->startup_cost;
+	cost->path_total = pg_partial->total_cost + Max(extra, 0);
+	twin = *jp;
+	twin.cpath.path.pathtype = T_CustomScan;
+	twin.cpath.path.parent = joinrel;
+	twin.cpath.path.pathtarget = joinrel->reltarget;
+	twin.cpath.path.param_info = NULL;
+	twin.cpath.path.pathkeys = NIL;
+	twin.cpath.path.rows = pg_partial->rows;
+	twin.cpath.path.startup_cost = cost->startup;
+	twin.cpath.path.total_cost = cost->path_total;
+	twin.cpath.path.parallel_workers = pg_partial->parallel_workers;
+	twin.cpath.path.parallel_aware = true;
+	twin.cpath.path.parallel_safe = true;
+	gather = create_gather_path(root, joinrel, &twin.cpath.path,
+								joinrel->reltarget, NULL, NULL);
+	cost->total = gather->path.total_cost;
+	return child;
+}
+
+/* The partial twin of the eddy jp (after make_join_path) */
+static Path *
+make_partial_join_path(EddyJoinPath *jp, RelOptInfo *joinrel, Path **pchildren,
+					   List *order, PartialCost *cost)
+{
+	EddyJoinPath *twin = (EddyJoinPath *) newNode(sizeof(EddyJoinPath), T_CustomPath);
+	Path	   *pg_partial = linitial(joinrel->partial_pathlist);
+	List	   *custom_paths = NIL;
+	int			i;
+
+	memcpy(twin, jp, sizeof(EddyJoinPath));
+	for (i = 0; i < jp->nrels; i++)
+	{
+		if (!jp->scanned[i])
+			continue;
+		pchildren[i]->pathtarget = jp->targets[i];
+		custom_paths = lappend(custom_paths, pchildren[i]);
+	}
+	twin->reading_order = order;
+	twin->est_state = cost->state;
+	twin->cpath.path.parallel_aware = true;
+	twin->cpath.path.parallel_safe = true;
+	twin->cpath.path.parallel_workers = pg_partial->parallel_workers;
+	twin->cpath.path.rows = pg_partial->rows;
+	twin->cpath.path.startup_cost = cost->startup;
+	twin->cpath.path.total_cost = cost->path_total;
+	twin->cpath.custom_paths = custom_paths;
+	return &twin->cpath.path;
+}
+
 /*
  * Build an EddyJoinPath for the block whose final relation is joinrel, or
  * return NULL (with the reason at DEBUG1) and leave every path as it was.
+ * *partial gets its partial twin (a parallel eddy), or NULL.
  */
 Path *
-EddyCreateJoinPath(PlannerInfo *root, RelOptInfo *joinrel, List *initial_rels)
+EddyCreateJoinPath(PlannerInfo *root, RelOptInfo *joinrel, List *initial_rels,
+				   Path **partial)
 {
 	EddyJoinPath *jp;
+	Path	   *serial;
+	Path	   *partial_child;
+	Path	  **pchildren;		/* per scanned relation: the twin's source */
+	int			partial_rel = -1;
+	List	   *partial_order = NIL;
+	PartialCost partial_cost = {0, 0, 0, 0};
+	const char *why_not = NULL;
+	Cost		pg_gather_cost = 0;
 	List	   *clauses;
 	List	   *nestloops = NIL;
 	List	   *preferred = NIL;	/* clauses PostgreSQL joins on */
@@ -1426,7 +1728,34 @@ EddyCreateJoinPath(PlannerInfo *root, RelOptInfo *joinrel, List *initial_rels)
 		!join_state_fits(root, jp))
 		return NULL;
 
-	return make_join_path(jp, joinrel, children);
+	/* a parallel eddy, and whether it may replace PostgreSQL's plan */
+	pchildren = palloc0(sizeof(Path *) * jp->nrels);
+	partial_child = partial_source(root, jp, joinrel, children, pchildren,
+								   &partial_rel, &partial_order, &partial_cost,
+								   &why_not);
+	if (parallel_plan_cheaper(root, joinrel, &pg_gather_cost))
+	{
+		if (partial_child == NULL)
+		{
+			elog(DEBUG1, "eddy: join block not used: PostgreSQL's plan for it is parallel, and a parallel eddy is not possible: %s",
+				 why_not);
+			return NULL;
+		}
+		if (partial_cost.total > pg_gather_cost * EDDY_PARALLEL_TOLERANCE)
+		{
+			elog(DEBUG1, "eddy: join block not used: PostgreSQL's plan for it is parallel, and a parallel eddy would cost more (%.0f against %.0f): it reads the other relations than \"%s\" whole in every process",
+				 partial_cost.total, pg_gather_cost,
+				 get_rel_name(planner_rt_fetch(jp->rels[partial_rel]->relid, root)->relid));
+			return NULL;
+		}
+	}
+
+	serial = make_join_path(jp, joinrel, children);
+	*partial = NULL;
+	if (partial_child != NULL)
+		*partial = make_partial_join_path(jp, joinrel, pchildren, partial_order,
+										  &partial_cost);
+	return serial;
 }
 
 /* ----------------------------------------------------------------
@@ -1463,7 +1792,7 @@ source_private(EddySourceMethod method, int first_col, int ncols, int plan,
 	items[EddySourcePlan] = (Node *) makeInteger(plan);
 	items[EddySourceHeapOid] = EddyPrivateOid(heapoid);
 	items[EddySourceHeapAttnos] = (Node *) EddyPrivateIntegers(attnos);
-	items[EddySourceEstRows] = (Node *) makeFloat(psprintf("%.0f", rows));
+	items[EddySourceEstRows] = (Node *) EddyPrivateFloat(rows);
 	return EddyPrivateList(items, EddySourceNumItems);
 }
 
@@ -1504,6 +1833,10 @@ make_sources(PlannerInfo *root, EddyJoinPath *jp, List *custom_plans,
 			List	   *routed = route_scan_quals(root, rel, child);
 			double		scan_rows = rel->rows;
 
+			/* a partial scan returns each participant its share */
+			if (child->parallel_aware && child->plan_rows > 0)
+				scan_rows = child->plan_rows;
+
 			scan_quals[i] = list_difference_ptr(rel->baserestrictinfo, routed);
 
 			/*
@@ -1518,7 +1851,7 @@ make_sources(PlannerInfo *root, EddyJoinPath *jp, List *custom_plans,
 														 JOIN_INNER, NULL);
 
 				if (sel > 0)
-					scan_rows = clamp_row_est(Min(rel->rows / sel,
+					scan_rows = clamp_row_est(Min(scan_rows / sel,
 												  Max(rel->tuples, rel->rows)));
 				child->plan_rows = scan_rows;
 			}
@@ -1768,12 +2101,11 @@ make_join_modules(PlannerInfo *root, EddyJoinPath *jp, List **scan_quals,
 													makeInteger(unique[k][1] ? 1 : 0));
 		/* estimated tuples per side, to size the STAIRs */
 		items[EddyJoinEstRows] =
-			(Node *) list_make2(makeFloat(psprintf("%.0f", jp->rels[side0]->rows)),
-								makeFloat(psprintf("%.0f", jp->rels[side1]->rows)));
+			(Node *) list_make2(EddyPrivateFloat(jp->rels[side0]->rows),
+								EddyPrivateFloat(jp->rels[side1]->rows));
 		items[EddyJoinEstSelectivity] =
-			(Node *) makeFloat(psprintf("%.6g",
-										clauselist_selectivity(root, keyclauses, 0,
-															   JOIN_INNER, NULL)));
+			EddyPrivateFloat(clauselist_selectivity(root, keyclauses, 0,
+													JOIN_INNER, NULL));
 		items[EddyJoinIndexOid] = EddyPrivateOid(index_join ? e->index->indexoid : InvalidOid);
 		items[EddyJoinIndexCols] = (Node *) (index_join ?
 											 EddyPrivateIntegers(e->index_cols) : NIL);
@@ -1919,7 +2251,7 @@ eddy_plan_join_path(PlannerInfo *root, RelOptInfo *joinrel,
 	priv[EddyPrivModules] = (Node *) modules;
 	/* decided with the estimate (join_state_fits) */
 	priv[EddyPrivSourceOrder] = (Node *) jp->reading_order;
-	priv[EddyPrivEstState] = (Node *) makeFloat(psprintf("%.0f", jp->est_state));
+	priv[EddyPrivEstState] = (Node *) EddyPrivateFloat(jp->est_state);
 
 	cscan->scan.plan.targetlist = tlist;
 	cscan->scan.plan.qual = NIL;

@@ -18,14 +18,15 @@
  * path becomes the source of its own EddyPath (so sort orders and index
  * scans that PostgreSQL found remain available), except a path whose index
  * or TID condition already enforces all but one of the predicates: it
- * stays as it is and competes on cost.  Partial paths are dropped, because
- * a Gather over a parallel scan would bypass the eddy.
+ * stays as it is and competes on cost.  Partial paths (parallel scans) get
+ * partial EddyPaths the same way, which a Gather runs in parallel
+ * (parallel.c: each participant routes its share of the rows).
  *
  * A join block gets its eddy (plan_join.c) after PostgreSQL's join search,
- * unless PostgreSQL would run the block in parallel: a Gather over its
- * cheapest partial path costs less than its cheapest serial path.  Eddies
- * run serially, and a serial eddy against PostgreSQL's parallel plan loses
- * (parallel_plan_cheaper).
+ * and with it a partial twin that a Gather runs in parallel where one is
+ * possible (parallel.c); where PostgreSQL would run the block in parallel
+ * and the parallel eddy would cost more than its plan, PostgreSQL's plan
+ * stays (plan_join.c, "Parallel eddies").
  *
  * Whatever the eddy cannot handle keeps the vanilla plan, and the reason is
  * logged at DEBUG1: inheritance and partitioned tables, foreign tables and
@@ -239,6 +240,15 @@ path_selection_count(PlannerInfo *root, RelOptInfo *rel, Path *path,
 	return n;
 }
 
+static int
+partial_cost_cmp(const ListCell *a, const ListCell *b)
+{
+	Cost		ca = ((Path *) lfirst(a))->total_cost;
+	Cost		cb = ((Path *) lfirst(b))->total_cost;
+
+	return (ca > cb) - (ca < cb);
+}
+
 static void
 eddy_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
 					  RangeTblEntry *rte)
@@ -324,7 +334,33 @@ eddy_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
 		return;
 	}
 	rel->pathlist = new_pathlist;
-	rel->partial_pathlist = NIL;
+
+	/* partial paths get partial eddies in the same way (parallel.c) */
+	new_pathlist = NIL;
+	if (rel->consider_parallel)
+	{
+		foreach(lc, rel->partial_pathlist)
+		{
+			Path	   *child = (Path *) lfirst(lc);
+
+			if (!child->parallel_aware || !child->parallel_safe ||
+				child->param_info != NULL)
+				continue;		/* a Gather over it would bypass the eddy */
+			if (path_selection_count(root, rel, child, user_level) < 2)
+			{
+				new_pathlist = lappend(new_pathlist, child);
+				continue;
+			}
+			new_pathlist = lappend(new_pathlist,
+								   EddyCreatePath(root, rel, child,
+												  (physical_target != NULL &&
+												   child->pathtype != T_IndexOnlyScan) ?
+												  physical_target : exact_target));
+		}
+	}
+	/* kept cheapest first, as add_partial_path keeps it */
+	list_sort(new_pathlist, partial_cost_cmp);
+	rel->partial_pathlist = new_pathlist;
 }
 
 /* ----------------------------------------------------------------
@@ -378,35 +414,13 @@ eddy_join_unsupported_reason(PlannerInfo *root, RelOptInfo *joinrel,
 	return NULL;
 }
 
-/*
- * Would PostgreSQL run the block in parallel?  An eddy runs serially (it
- * has no partial plan yet), so where a Gather over the block's cheapest
- * partial path costs less than its cheapest serial path, PostgreSQL's
- * parallel plan stays: measured on TPC-H at PostgreSQL's defaults (two
- * workers per Gather), a serial eddy took up to twice the parallel plan's
- * time.  The comparison is made on the join alone, before any partial
- * aggregation above it (which favours the parallel plan further).
- */
-static bool
-parallel_plan_cheaper(PlannerInfo *root, RelOptInfo *joinrel)
-{
-	Path	   *partial;
-	GatherPath *gather;
-
-	if (joinrel->partial_pathlist == NIL || joinrel->cheapest_total_path == NULL)
-		return false;
-	partial = linitial(joinrel->partial_pathlist);
-	gather = create_gather_path(root, joinrel, partial, joinrel->reltarget,
-								NULL, NULL);
-	return gather->path.total_cost < joinrel->cheapest_total_path->total_cost;
-}
-
 static RelOptInfo *
 eddy_join_search(PlannerInfo *root, int levels_needed, List *initial_rels)
 {
 	RelOptInfo *final_rel;
 	const char *reason;
 	Path	   *path;
+	Path	   *partial;
 
 	if (prev_join_search_hook)
 		final_rel = prev_join_search_hook(root, levels_needed, initial_rels);
@@ -426,18 +440,12 @@ eddy_join_search(PlannerInfo *root, int levels_needed, List *initial_rels)
 	}
 	if (!EddyExtensionCreated())
 		return final_rel;
-	if (parallel_plan_cheaper(root, final_rel))
-	{
-		elog(DEBUG1, "eddy: join of %d relations not used: PostgreSQL's plan for it is parallel, and eddies run serially",
-			 list_length(initial_rels));
-		return final_rel;
-	}
 
-	path = EddyCreateJoinPath(root, final_rel, initial_rels);
+	path = EddyCreateJoinPath(root, final_rel, initial_rels, &partial);
 	if (path == NULL)
 		return final_rel;
 	final_rel->pathlist = list_make1(path);
-	final_rel->partial_pathlist = NIL;
+	final_rel->partial_pathlist = partial != NULL ? list_make1(partial) : NIL;
 	set_cheapest(final_rel);
 	return final_rel;
 }

@@ -7,8 +7,9 @@
  * Every eddy, one relation with selections or a join block, is described
  * the same way: a List indexed by EddyPrivateIndex, whose source and module
  * descriptions are Lists indexed by the enums below (the postgres_fdw
- * convention: FdwScanPrivateIndex).  Every element survives copyObject:
- * Integer and Float nodes and Lists of them; OIDs are stored as Integers
+ * convention: FdwScanPrivateIndex).  Every element survives copyObject and
+ * the round trip through text that sends a plan to parallel workers:
+ * Integer and Float nodes (EddyPrivateFloat) and Lists of them; OIDs are stored as Integers
  * (an OID above INT_MAX reads back unchanged through a cast), bitmaps of
  * sources or modules as Integers too (at most EDDY_MAX_MAX_SOURCES, 16, bits).
  *

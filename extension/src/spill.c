@@ -801,6 +801,15 @@ EddySpillEnd(EddyState *es, bool rescan)
 	es->spill = NULL;
 }
 
+/* The scan's spill counters so far: earlier loops' and the current spill's */
+void
+EddySpillTotalsNow(EddyState *es, EddySpillTotals *tot)
+{
+	*tot = es->spill_totals;
+	if (es->spill != NULL)
+		add_totals(tot, es->spill);
+}
+
 /* EXPLAIN ANALYZE: the spill, if the eddy spilled (explain.c) */
 void
 EddySpillExplain(EddyState *es, ExplainState *xs)
@@ -809,9 +818,7 @@ EddySpillExplain(EddyState *es, ExplainState *xs)
 	EddySpillTotals tot;
 	StringInfoData buf;
 
-	tot = es->spill_totals;
-	if (sp != NULL)
-		add_totals(&tot, sp);
+	EddySpillTotalsNow(es, &tot);
 	if (tot.spills == 0)
 	{
 		if (es->over_limit)

@@ -35,9 +35,13 @@ def sql_value(conn: psycopg.Connection | psycopg.Cursor, query: str | sql.SQL | 
 
 
 def set_gucs(conn: psycopg.Connection, **settings: Any) -> None:
-    """SET each eddy.<name> (or a full dotted name given with '__') for the session."""
+    """SET each eddy.<name> for the session; a name given with '__' is a full
+    dotted name, and one that begins with 'pg__' a core setting (pg__work_mem)."""
     for name, value in settings.items():
-        guc = name.replace("__", ".") if "__" in name else f"eddy.{name}"
+        if name.startswith("pg__"):
+            guc = name[4:]
+        else:
+            guc = name.replace("__", ".") if "__" in name else f"eddy.{name}"
         conn.execute(
             sql.SQL("SELECT set_config({}, {}, false)").format(
                 sql.Literal(guc), sql.Literal(str(value))
@@ -179,6 +183,28 @@ def state_settings(tag: str) -> dict:
     changes no other draw."""
     rng = random.Random(f"state:{tag}")
     return {"state_mode": rng.choice(["stairs", "stems"])}
+
+
+# Parallel plans forced (the cost of starting workers and of passing tuples
+# set to zero, any table large enough), and the servers' own settings, which
+# a run that does not force them sets back.
+PARALLEL_FORCED = {"max_parallel_workers_per_gather": "2", "parallel_setup_cost": "0",
+                   "parallel_tuple_cost": "0", "min_parallel_table_scan_size": "0",
+                   "min_parallel_index_scan_size": "0"}
+PARALLEL_SERVER = {"max_parallel_workers_per_gather": "0", "parallel_setup_cost": "1000",
+                   "parallel_tuple_cost": "0.1", "min_parallel_table_scan_size": "8MB",
+                   "min_parallel_index_scan_size": "512kB"}
+
+
+def parallel_settings(tag: str) -> dict:
+    """Parallel plans forced a third of the time (partial eddies under a
+    Gather, parallel.c), as core settings for set_gucs, drawn from their own
+    generator seeded by ``tag`` so that adding them changes no other draw.
+    Every key is always there, so a run that does not force them undoes one
+    that did."""
+    rng = random.Random(f"parallel:{tag}")
+    chosen = PARALLEL_FORCED if rng.random() < 1 / 3 else PARALLEL_SERVER
+    return {f"pg__{k}": v for k, v in chosen.items()}
 
 
 def spill_settings(tag: str) -> dict:

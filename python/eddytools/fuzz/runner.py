@@ -49,6 +49,7 @@ from eddytools.db import (
     explain_json,
     migration_settings,
     multiset,
+    parallel_settings,
     set_gucs,
     spill_settings,
     state_settings,
@@ -122,6 +123,7 @@ def settings_for(rng: random.Random, per_query: int) -> list[dict]:
         out[-1] |= migration_settings(f"{k}:{out[-1]}")
         out[-1] |= state_settings(f"{k}:{out[-1]}")
         out[-1] |= spill_settings(f"{k}:{out[-1]}")
+        out[-1] |= parallel_settings(f"{k}:{out[-1]}")
     return out
 
 
