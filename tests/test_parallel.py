@@ -15,6 +15,9 @@ parallel scan the same way.
 
 from __future__ import annotations
 
+import time
+
+import psycopg
 import pytest
 
 from eddytools.db import (
@@ -156,6 +159,39 @@ def test_shared_parallel_hash_keeps_postgresqls_plan(par):
     _set(par, {"max_parallel_workers_per_gather": "0"})
     assert eddy_nodes(explain_json(par, SHARED_QUERY))
     assert multiset(par.execute(SHARED_QUERY).fetchall()) == want
+
+
+def _tmp_files(conn) -> int:
+    return conn.execute("SELECT count(*) FROM pg_ls_tmpdir()").fetchone()[0]
+
+
+def test_worker_spill_files_go_on_error_and_cancel(par):
+    """Each worker of a parallel eddy spills (eddy.debug_spill_after) to its
+    own temporary files; they are gone when the query ends in an error raised
+    in the batches (pa.id 199998 joins pd.k 4998, whose z is 0), and when
+    statement_timeout cancels it, and the session goes on."""
+    par.execute("CREATE FUNCTION pslow2(x int) RETURNS int LANGUAGE plpgsql PARALLEL SAFE "
+                "AS $$ BEGIN PERFORM pg_sleep(0.0005); RETURN x; END $$")
+    _set(par, PARALLEL_FORCED)
+    set_gucs(par, debug_spill_after="50")
+    error_query = (PARALLEL_QUERIES[0] +
+                   " AND 10 / (pa.id * 10 + pd.z - 1999980) > -100")
+    assert _parallel_eddy(explain_json(par, error_query)) is not None
+    with pytest.raises(psycopg.errors.DivisionByZero):
+        par.execute(error_query).fetchall()
+    assert _tmp_files(par) == 0
+
+    slow_query = PARALLEL_QUERIES[0] + " AND pslow2(pa.id + pd.z) >= 0"
+    plan = explain_json(par, slow_query, analyze=False)
+    assert _parallel_eddy(plan) is not None
+    par.execute("SET statement_timeout = '2s'")
+    start = time.monotonic()
+    with pytest.raises(psycopg.errors.QueryCanceled):
+        par.execute(slow_query).fetchall()
+    assert time.monotonic() - start < 10
+    par.execute("RESET statement_timeout")
+    assert _tmp_files(par) == 0
+    assert par.execute("SELECT 1").fetchone() == (1,)
 
 
 def test_selection_eddy_over_a_parallel_scan(par):

@@ -13,7 +13,9 @@
  *	   every parameterized path's ppi_clauses): PostgreSQL has already chosen
  *	   a sufficient set from its equivalence classes, so we enforce exactly
  *	   those, no more;
- *	 - which joins it made as index nested loops (eddy.join_method = auto);
+ *	 - which joins it made as index nested loops (eddy.join_method = auto):
+ *	   a parameterized index, index-only or bitmap heap scan on the inner
+ *	   side (parameterized_index);
  *	 - the scan of each relation (its cheapest unparameterized path), which
  *	   becomes the eddy's source for it.
  *
@@ -227,6 +229,40 @@ appendrel_param_clauses(PlannerInfo *root, Path *path)
 }
 
 /*
+ * The index a parameterized inner path of a nested loop probes per outer
+ * row, or NULL: an index or index-only scan's, or a bitmap heap scan's
+ * parameterized bitmap index scan (alone, or one of a BitmapAnd's; an
+ * index join reaches the same rows through the same index, one index scan
+ * per probe where PostgreSQL builds a bitmap).
+ */
+static Path *
+parameterized_index(Path *inner)
+{
+	ListCell   *lc;
+
+	if (inner->param_info == NULL)
+		return NULL;
+	if (IsA(inner, IndexPath))
+		return inner;
+	if (!IsA(inner, BitmapHeapPath))
+		return NULL;
+	inner = ((BitmapHeapPath *) inner)->bitmapqual;
+	if (IsA(inner, IndexPath))
+		return inner->param_info != NULL ? inner : NULL;
+	if (IsA(inner, BitmapAndPath))
+	{
+		foreach(lc, ((BitmapAndPath *) inner)->bitmapquals)
+		{
+			Path	   *q = lfirst(lc);
+
+			if (IsA(q, IndexPath) && q->param_info != NULL)
+				return q;
+		}
+	}
+	return NULL;
+}
+
+/*
  * Collect the clauses PostgreSQL's plan enforces at and above the scans
  * (top down), the same clauses in the order it evaluates them on a tuple
  * (evalorder: below before above; at one join, its hash or merge clauses,
@@ -272,7 +308,8 @@ collect_path_clauses(PlannerInfo *root, Path *path, List **clauses, List **evalo
 
 					if (IsA(inner, MemoizePath))
 						inner = ((MemoizePath *) inner)->subpath;
-					if (IsA(inner, IndexPath) && inner->param_info != NULL)
+					inner = parameterized_index(inner);
+					if (inner != NULL)
 					{
 						NestLoopIndex *nl = palloc(sizeof(NestLoopIndex));
 
