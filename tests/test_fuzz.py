@@ -35,6 +35,7 @@ from eddytools.fuzz import (
     Differ,
     FuzzQueryGenerator,
     candidates,
+    clause_probes,
     honest,
     is_ordered,
     minimise,
@@ -146,9 +147,63 @@ def test_relation_probes_isolate_single_relation_restrictions():
     ]
 
 
+def test_clause_probes_join_just_the_relations_of_a_predicate():
+    """The probes for an error another plan raises: per conjunct over two or
+    more relations, those relations alone under it, the conjuncts over them
+    or fewer (its guards) and their own restrictions; once each."""
+    q = ("SELECT t1.a FROM r1 AS t1 JOIN r2 AS t2 ON t1.id = t2.id AND t2.b > 5 "
+         "JOIN r3 AS t3 ON t3.id = t2.id WHERE t1.b / t1.a > 2 AND t1.a < t2.a "
+         "AND t1.a + t2.a + t3.a > 0")
+    assert clause_probes(q) == [
+        "SELECT COUNT(*) FROM r1 AS t1, r2 AS t2 WHERE t1.b / t1.a > 2 AND t1.a < t2.a "
+        "AND t1.id = t2.id AND t2.b > 5",
+        "SELECT COUNT(*) FROM r1 AS t1, r2 AS t2, r3 AS t3 WHERE t1.b / t1.a > 2 "
+        "AND t1.a < t2.a AND t1.a + t2.a + t3.a > 0 AND t1.id = t2.id AND t2.b > 5 "
+        "AND t3.id = t2.id",
+        "SELECT COUNT(*) FROM r2 AS t2, r3 AS t3 WHERE t2.b > 5 AND t3.id = t2.id",
+    ]
+    # an outer join's block is not probed
+    assert clause_probes("SELECT 1 FROM r1 AS t1 LEFT JOIN r2 AS t2 ON t1.id = t2.id") == []
+
+
 # ---------------------------------------------------------------------------
 # Against the server
 # ---------------------------------------------------------------------------
+
+# Found by the fuzzer (schema seed 77011): the eddy, reading its sources
+# interleaved, evaluates the product over t1 and t3 on a complete tuple
+# before it reads the t5 row whose a is 0; PostgreSQL's plan filters t5
+# first.  A plan that joins t1 and t3 first raises the overflow too.
+TWO_ERRORS_SEED = 77011
+TWO_ERRORS_QUERY = ("SELECT LENGTH(t3.kt) AS c0 FROM r6 AS t1, r6 AS t3, r6 AS t5 "
+                    "WHERE t1.b * t3.b * 3000 > 0 AND t5.b / t5.a > 17")
+TWO_ERRORS_SETTINGS = {"routing_policy": "rank", "reopt_frequency": 1000, "join_method": "auto",
+                       "lottery_window": 0, "selection_min_cost": 0.01,
+                       "source_schedule": "proportional", "migration": "guarded",
+                       "debug_migrate_every": 1, "state_mode": "stairs",
+                       "debug_spill_after": 400}
+
+
+def test_an_error_another_plan_raises_is_plan_dependent(pg_dsn):
+    """Two rows that raise different errors: the eddy raises the one a plan
+    joining t1 and t3 first raises, PostgreSQL's plan the other; the differ
+    finds the overflow in the clause probe and counts it as plan-dependent,
+    not as a failure."""
+    differ = Differ(pg_dsn)
+    try:
+        differ.load_schema(TWO_ERRORS_SEED)
+        q = TWO_ERRORS_QUERY
+        assert differ.vanilla(q)[:2] == ("error", "22012")
+        (probe,) = clause_probes(q)
+        assert differ.vanilla(probe)[:2] == ("error", "22003")
+        got, has = differ.eddy(q, TWO_ERRORS_SETTINGS)
+        assert has
+        verdict, detail, _ = differ.check(q, TWO_ERRORS_SETTINGS, False)
+        assert verdict not in FAILURE_KINDS, detail
+        if got[0] == "error" and got[1] == "22003":
+            assert verdict == "plan-dependent", detail
+    finally:
+        differ.conn.close()
 
 def _run_slice(pg_dsn: str, seed: int, queries: int, tmp_path: Path) -> None:
     lines: list[str] = []

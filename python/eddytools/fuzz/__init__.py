@@ -31,6 +31,7 @@ from eddytools.fuzz.runner import (
     Differ,
     Failure,
     Stats,
+    clause_probes,
     compare,
     outcome,
     relation_probes,
@@ -40,7 +41,7 @@ from eddytools.sqlast import DIALECT, honest, is_ordered
 
 __all__ = [
     "DIALECT", "JOIN_METHODS", "MAX_RELATIONS", "POLICIES", "REOPT_FREQUENCIES", "BackendCrash",
-    "Differ", "Failure", "FuzzQuery", "FuzzQueryGenerator", "Stats", "candidates", "compare",
-    "honest", "is_ordered", "main", "minimise", "minimise_failure", "outcome", "relation_probes",
-    "run", "save_regression", "settings_for",
+    "Differ", "Failure", "FuzzQuery", "FuzzQueryGenerator", "Stats", "candidates", "clause_probes",
+    "compare", "honest", "is_ordered", "main", "minimise", "minimise_failure", "outcome",
+    "relation_probes", "run", "save_regression", "settings_for",
 ]

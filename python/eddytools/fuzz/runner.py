@@ -24,7 +24,10 @@ Comparison rules (``compare``):
   raise.  Likewise when PostgreSQL raises the error on a single relation of
   the block under that relation's own restrictions (``relation_probes``):
   the eddy reads every source, where PostgreSQL's plan may never read a
-  relation once a join below it came out empty;
+  relation once a join below it came out empty; or when PostgreSQL raises it
+  joining just the relations of the predicate that raised it, under the
+  conjuncts over them (``clause_probes``): a plan that joins those first
+  raises it, and which of two rows' errors a query raises is the plan's;
 - a lost connection: a backend crash (assertion failure or signal).
 """
 
@@ -249,11 +252,11 @@ class Differ:
             if alt[0] == "error" and alt[1] == got[1]:
                 verdict = "plan-dependent"
             else:
-                for probe in relation_probes(query):
+                for probe in relation_probes(query) + clause_probes(query):
                     o = self.vanilla(probe)
                     if o[0] == "error" and o[1] == got[1]:
                         verdict = "plan-dependent"
-                        detail += f"\nvanilla raises it on one relation: {probe}"
+                        detail += f"\nvanilla raises it joining fewer relations: {probe}"
                         break
         return verdict, detail, has
 
@@ -272,6 +275,46 @@ class Differ:
             if not self.conn.broken:
                 for g in self.FULL_SCANS:
                     self.conn.execute(f"RESET {g}")
+
+
+def clause_probes(query: str) -> list[str]:
+    """For every conjunct of WHERE or inner ON that names two or more base
+    relations of its block: a count over just those relations, under that
+    conjunct, the other conjuncts over the same relations or fewer of them,
+    and each relation's own restrictions -- what PostgreSQL evaluates when it
+    joins those relations first, one of the plans it may choose (the
+    relations of an inner-join block commute).  Its guards come with it, in
+    PostgreSQL's own order, so a predicate run before its guard is still
+    caught."""
+    try:
+        tree = parse(query)
+    except sqlglot.errors.ParseError:
+        return []
+    probes = []
+    for s in tree.find_all(exp.Select):
+        from_ = s.args.get(FROM_KEY)
+        joins = s.args.get("joins") or []
+        if from_ is None or any(j.side or j.kind for j in joins):
+            continue
+        tables = {t.alias_or_name: t for t in [from_.this] + [j.this for j in joins]
+                  if isinstance(t, exp.Table)}
+        if len(tables) != 1 + len(joins):
+            continue  # a derived table or function in the block
+        conj = conjuncts(s.args["where"].this) if s.args.get("where") else []
+        for j in joins:
+            conj += conjuncts(j.args.get("on"))
+        conj = [c for c in conj if not c.find(exp.Subquery, exp.Select)]
+        for c in conj:
+            names = aliases_in(c)
+            if len(names) < 2 or not names <= tables.keys():
+                continue
+            with_it = [d for d in conj if aliases_in(d) <= names]
+            froms = ", ".join(tables[a].sql(dialect=DIALECT) for a in sorted(names))
+            probe = (f"SELECT COUNT(*) FROM {froms} WHERE "
+                     + and_([d.copy() for d in with_it]).sql(dialect=DIALECT))
+            if probe not in probes:
+                probes.append(probe)
+    return probes
 
 
 def relation_probes(query: str) -> list[str]:
