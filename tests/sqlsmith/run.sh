@@ -44,6 +44,9 @@
 # SQLSMITH_SEED (default 1), SQLSMITH_EXPLAIN (default 300),
 # SQLSMITH_KEEP (1: keep the server directory and its regression database),
 # SQLSMITH_OPTS (more sqlsmith options; default --exclude-catalog),
+# SQLSMITH_SETTINGS (more settings for sqlsmith's role, "name=value,...": e.g.
+# parallel plans forced, "parallel_setup_cost=0,parallel_tuple_cost=0,
+# min_parallel_table_scan_size=0,max_parallel_workers_per_gather=2"),
 # PGREGRESS_SRC / PGREGRESS_SRC_CACHE (the PostgreSQL source package, as for
 # tests/pgregress/run.sh, which fetches it the same way).
 # Report: $SQLSMITH_WORK/report.txt and report.json.
@@ -132,6 +135,16 @@ if [ ! -f "$ready" ]; then
 fi
 
 # --- settings --------------------------------------------------------------------
+role_settings=""
+IFS=',' read -r -a extra_settings <<<"${SQLSMITH_SETTINGS:-}"
+for kv in "${extra_settings[@]}"; do
+    [ -n "$kv" ] || continue
+    case $kv in
+    *=*) ;;
+    *) die "SQLSMITH_SETTINGS: \"$kv\" is not name=value" ;;
+    esac
+    role_settings+="ALTER ROLE $role IN DATABASE regression SET ${kv%%=*} = '${kv#*=}';"$'\n'
+done
 psql_su -d regression >/dev/null <<SQL || die "cannot set up the regression database"
 DROP EXTENSION IF EXISTS eddy CASCADE;
 CREATE EXTENSION eddy;
@@ -146,6 +159,7 @@ ALTER ROLE $role IN DATABASE regression SET eddy.selection_min_cost = 0;
 ALTER ROLE $role IN DATABASE regression SET eddy.max_sources = 16;
 ALTER ROLE $role IN DATABASE regression SET eddy.routing_policy = random;
 ALTER ROLE $role IN DATABASE regression SET eddy.reopt_frequency = 1;
+$role_settings
 ALTER SYSTEM SET log_line_prefix = '%m [%p] %e %a: ';
 ALTER SYSTEM SET log_min_error_statement = error;
 ALTER SYSTEM SET log_error_verbosity = verbose;
