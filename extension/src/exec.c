@@ -67,6 +67,7 @@
 #include "access/tableam.h"
 #include "miscadmin.h"
 #include "nodes/extensible.h"
+#include "nodes/nodeFuncs.h"
 #include "optimizer/optimizer.h"
 #include "utils/memutils.h"
 
@@ -127,6 +128,59 @@ eddy_create_scan_state(CustomScan *cscan)
  * ----------------------------------------------------------------
  */
 
+/* Widen src->ncols to every INDEX_VAR column of its range that node reads */
+static bool
+narrow_source_walker(Node *node, EddySource *src)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, Var) && ((Var *) node)->varno == INDEX_VAR)
+	{
+		int			c = ((Var *) node)->varattno - 1 - src->first_col;
+
+		if (c >= 0 && c < src->range_cols && c + 1 > src->ncols)
+			src->ncols = c + 1;
+		return false;
+	}
+	return expression_tree_walker(node, narrow_source_walker, src);
+}
+
+/*
+ * Columns of each scanned source's range that the eddy reads: up to the
+ * last one any expression of the node (its target list, predicates, join
+ * keys and conditions) refers to.  A source's scan may return more (all of
+ * its relation's columns, so that it need not project: plan_join.c); rows
+ * then hold, store and spill only these, and the wide slot's other columns
+ * stay NULL.  Every Var of the node's expressions is counted, so nothing
+ * reads a column past them.
+ */
+static void
+narrow_sources(EddyState *es)
+{
+	CustomScan *cscan = (CustomScan *) es->css.ss.ps.plan;
+	TupleTableSlot *wide = es->css.ss.ss_ScanTupleSlot;
+	int			i;
+
+	if (es->nsources < 2)
+		return;					/* one source: its whole target list */
+	for (i = 0; i < es->nsources; i++)
+	{
+		EddySource *src = &es->sources[i];
+		int			c;
+
+		if (src->method != EDDY_SOURCE_SCAN)
+			continue;
+		src->ncols = 0;
+		(void) narrow_source_walker((Node *) cscan->scan.plan.targetlist, src);
+		(void) narrow_source_walker((Node *) cscan->custom_exprs, src);
+		for (c = src->ncols; c < src->range_cols; c++)
+		{
+			wide->tts_values[src->first_col + c] = (Datum) 0;
+			wide->tts_isnull[src->first_col + c] = true;
+		}
+	}
+}
+
 /* The sources, from their descriptions (private.h) */
 static void
 begin_sources(EddyState *es, List *descs, EState *estate, int eflags)
@@ -150,6 +204,7 @@ begin_sources(EddyState *es, List *descs, EState *estate, int eflags)
 		src->method = (EddySourceMethod) intVal(list_nth(d, EddySourceMethodItem));
 		src->first_col = intVal(list_nth(d, EddySourceFirstCol));
 		src->ncols = intVal(list_nth(d, EddySourceNumCols));
+		src->range_cols = src->ncols;
 		src->est_rows = floatVal(list_nth(d, EddySourceEstRows));
 		src->typlen = palloc(sizeof(int16) * Max(src->ncols, 1));
 		src->typbyval = palloc(sizeof(bool) * Max(src->ncols, 1));
@@ -193,6 +248,7 @@ begin_sources(EddyState *es, List *descs, EState *estate, int eflags)
 	es->fetch_values = palloc(sizeof(Datum) * maxcols);
 	es->fetch_isnull = palloc(sizeof(bool) * maxcols);
 	es->css.custom_ps = child_states;
+	narrow_sources(es);
 }
 
 /*
@@ -561,7 +617,7 @@ read_source(EddyState *es)
 		es->unbuilt = es->stems && src->nbuild > 0;
 		if (unlikely(es->holding))
 			EddyScheduleCheckHold(es);
-		slot_getallattrs(slot);
+		slot_getsomeattrs(slot, src->ncols);
 		t = EddyTupleAlloc(es, &es->transient);
 		memset(t->rows, 0, sizeof(EddyRow *) * es->nsources);
 		t->spans = 1u << i;

@@ -104,7 +104,9 @@ typedef struct EddySource
 	EddySourceMethod method;
 	char	   *name;			/* scanned: the relation's alias, or NULL */
 	int			first_col;		/* its column range in the wide tuple */
-	int			ncols;
+	int			ncols;			/* ... the leading columns the eddy reads
+								 * (exec.c, narrow_sources), which rows hold */
+	int			range_cols;		/* ... all of it: what the scan returns */
 	int16	   *typlen;
 	bool	   *typbyval;
 	bool		byval_only;		/* every column by value: fixed-size rows */

@@ -472,7 +472,7 @@ write_unread(EddyState *es)
 			if (TupIsNull(slot))
 				break;
 			src->nread++;
-			slot_getallattrs(slot);
+			slot_getsomeattrs(slot, src->ncols);
 			write_row(es, i, EddyRowFromSlot(es, src, slot), 0, false);
 			EddyForgetTransient(es);
 		}
