@@ -1342,6 +1342,12 @@ physical_target(PlannerInfo *root, EddyJoinPath *jp, int i, Path *path)
 	if (rte->rtekind != RTE_RELATION || rte->inh || rel->reloptkind != RELOPT_BASEREL ||
 		!path_projects(path) || path->pathtype == T_IndexOnlyScan)
 		return NULL;
+	/* system columns (tableoid, ctid) are not in a physical target list */
+	foreach(lc, jp->targets[i]->exprs)
+	{
+		if (!IsA(lfirst(lc), Var) || ((Var *) lfirst(lc))->varattno <= 0)
+			return NULL;
+	}
 	tlist = build_physical_tlist(root, rel);
 	if (tlist == NIL)
 		return NULL;			/* PostgreSQL punts on dropped columns */

@@ -186,5 +186,18 @@ SELECT count(*) FROM ja JOIN jd ON jd.id = ja.id WHERE 7 / jd.a > 1 AND jd.kt LI
 SELECT count(*) FROM ja JOIN jd ON jd.id = ja.id WHERE 7 / jd.a > 1 AND jd.kt LIKE 'beta_';
 RESET eddy.join_method;
 
+-- The relation read last returns its heap tuples unprojected (plan_join.c,
+-- physical_target), unless the eddy reads a system column of it
+SET eddy.join_method = hash;
+EXPLAIN (VERBOSE, COSTS OFF) SELECT count(*), sum(jb.big) FROM ja JOIN jb ON ja.id = jb.aid;
+SELECT count(*), sum(jb.big) FROM ja JOIN jb ON ja.id = jb.aid;
+SELECT count(*) FROM ja t1 JOIN ja t2 ON t1.ctid = t2.ctid;
+SELECT count(*), min(t2.tableoid::regclass::text) FROM ja t1 JOIN jb t2 ON t1.id = t2.aid;
+SET eddy.enabled = off;
+SELECT count(*), sum(jb.big) FROM ja JOIN jb ON ja.id = jb.aid;
+SELECT count(*) FROM ja t1 JOIN ja t2 ON t1.ctid = t2.ctid;
+RESET eddy.enabled;
+RESET eddy.join_method;
+
 DROP FUNCTION explain_masked(text);
 DROP TABLE ja, jb, jc, jd;
