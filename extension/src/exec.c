@@ -91,7 +91,6 @@ static const CustomExecMethods eddy_exec_methods = {
 	.ReScanCustomScan = eddy_rescan,
 	.EstimateDSMCustomScan = EddyEstimateDSM,
 	.InitializeDSMCustomScan = EddyInitializeDSM,
-	.ReInitializeDSMCustomScan = EddyReInitializeDSM,
 	.InitializeWorkerCustomScan = EddyInitializeWorker,
 	.ShutdownCustomScan = EddyShutdown,
 	.ExplainCustomScan = EddyExplain,

@@ -633,8 +633,6 @@ extern void EddySpillTotalsNow(EddyState *es, EddySpillTotals *tot);
 extern Size EddyEstimateDSM(CustomScanState *node, ParallelContext *pcxt);
 extern void EddyInitializeDSM(CustomScanState *node, ParallelContext *pcxt,
 							  void *coordinate);
-extern void EddyReInitializeDSM(CustomScanState *node, ParallelContext *pcxt,
-								void *coordinate);
 extern void EddyInitializeWorker(CustomScanState *node, shm_toc *toc,
 								 void *coordinate);
 extern void EddyShutdown(CustomScanState *node);

@@ -29,8 +29,9 @@
  * the Gather destroys the segment and after every worker has detached if
  * the Gather read everything; a Gather stopped early (LIMIT) may show a
  * worker that had not reported yet as not reporting.  Workers add rather
- * than overwrite, so a Gather rescanned (its workers relaunched over the
- * same segment) shows the sum of its rounds.
+ * than overwrite, and nothing resets the array when a rescanned Gather
+ * relaunches its workers over the same segment (no ReInitializeDSM), so
+ * EXPLAIN shows the sum of the rounds.
  *
  *-------------------------------------------------------------------------
  */
@@ -80,12 +81,6 @@ EddyInitializeDSM(CustomScanState *node, ParallelContext *pcxt, void *coordinate
 	memset(shared, 0, shared_stats_size(pcxt->nworkers));
 	shared->nworkers = pcxt->nworkers;
 	es->shared_stats = shared;
-}
-
-void
-EddyReInitializeDSM(CustomScanState *node, ParallelContext *pcxt, void *coordinate)
-{
-	/* the counters add up over the rounds: nothing to reset */
 }
 
 void

@@ -230,6 +230,34 @@ appendrel_param_clauses(PlannerInfo *root, Path *path)
 }
 
 /*
+ * The input of a path that only wraps one (Material, Memoize, Sort,
+ * Incremental Sort, Gather, Gather Merge, Projection), or NULL: what the
+ * walkers of PostgreSQL's plan below look through.
+ */
+static Path *
+wrapped_path(Path *path)
+{
+	switch (nodeTag(path))
+	{
+		case T_MaterialPath:
+			return ((MaterialPath *) path)->subpath;
+		case T_MemoizePath:
+			return ((MemoizePath *) path)->subpath;
+		case T_SortPath:
+		case T_IncrementalSortPath:
+			return ((SortPath *) path)->subpath;
+		case T_GatherPath:
+			return ((GatherPath *) path)->subpath;
+		case T_GatherMergePath:
+			return ((GatherMergePath *) path)->subpath;
+		case T_ProjectionPath:
+			return ((ProjectionPath *) path)->subpath;
+		default:
+			return NULL;
+	}
+}
+
+/*
  * The index a parameterized inner path of a nested loop probes per outer
  * row, or NULL: an index or index-only scan's, or a bitmap heap scan's
  * parameterized bitmap index scan (alone, or one of a BitmapAnd's; an
@@ -331,27 +359,11 @@ collect_path_clauses(PlannerInfo *root, Path *path, List **clauses, List **evalo
 																		 list_difference_ptr(jp->joinrestrictinfo, first)));
 			}
 			break;
-		case T_MaterialPath:
-			collect_path_clauses(root, ((MaterialPath *) path)->subpath, clauses, evalorder, nestloops, preferred);
-			break;
-		case T_MemoizePath:
-			collect_path_clauses(root, ((MemoizePath *) path)->subpath, clauses, evalorder, nestloops, preferred);
-			break;
-		case T_SortPath:
-		case T_IncrementalSortPath:
-			collect_path_clauses(root, ((SortPath *) path)->subpath, clauses, evalorder, nestloops, preferred);
-			break;
-		case T_GatherPath:
-			collect_path_clauses(root, ((GatherPath *) path)->subpath, clauses, evalorder, nestloops, preferred);
-			break;
-		case T_GatherMergePath:
-			collect_path_clauses(root, ((GatherMergePath *) path)->subpath, clauses, evalorder, nestloops, preferred);
-			break;
-		case T_ProjectionPath:
-			collect_path_clauses(root, ((ProjectionPath *) path)->subpath, clauses, evalorder, nestloops, preferred);
-			break;
 		default:
-			/* a scan of a base relation: its restrictions stay with it */
+			/* a wrapper's input; a scan's restrictions stay with it */
+			if (wrapped_path(path) != NULL)
+				collect_path_clauses(root, wrapped_path(path), clauses, evalorder,
+									 nestloops, preferred);
 			break;
 	}
 	/* a parameterized path enforces these join clauses itself */
@@ -443,26 +455,12 @@ build_order(EddyJoinPath *jp, Path *path, List **order)
 			build_order(jp, ((JoinPath *) path)->outerjoinpath, order);
 			build_order(jp, ((JoinPath *) path)->innerjoinpath, order);
 			return;
-		case T_MaterialPath:
-			build_order(jp, ((MaterialPath *) path)->subpath, order);
-			return;
-		case T_MemoizePath:
-			build_order(jp, ((MemoizePath *) path)->subpath, order);
-			return;
-		case T_SortPath:
-		case T_IncrementalSortPath:
-			build_order(jp, ((SortPath *) path)->subpath, order);
-			return;
-		case T_GatherPath:
-			build_order(jp, ((GatherPath *) path)->subpath, order);
-			return;
-		case T_GatherMergePath:
-			build_order(jp, ((GatherMergePath *) path)->subpath, order);
-			return;
-		case T_ProjectionPath:
-			build_order(jp, ((ProjectionPath *) path)->subpath, order);
-			return;
 		default:
+			if (wrapped_path(path) != NULL)
+			{
+				build_order(jp, wrapped_path(path), order);
+				return;
+			}
 			{
 				int			i = rel_index(jp, path->parent->relid);
 
@@ -1176,6 +1174,19 @@ stored_rows(PlannerInfo *root, EddyJoinPath *jp, int i)
 }
 
 /*
+ * Will the eddy read its sources one after another in the order decided
+ * here, never storing what nothing can probe any more?  (Not under the
+ * proportional schedule, eddy.source_delays or state migration.)
+ */
+static bool
+reads_in_build_order(void)
+{
+	return eddy_source_schedule == EDDY_SCHEDULE_BUILD &&
+		(eddy_source_delays == NULL || eddy_source_delays[0] == '\0') &&
+		eddy_migration == EDDY_MIGRATION_OFF;
+}
+
+/*
  * The join state the eddy would store, in bytes.  Per relation stored in
  * any STAIR, its stored rows (stored_rows) once each (a row is copied into
  * state memory once and shared, tuple.c): its width, plus per column a
@@ -1217,9 +1228,7 @@ static double
 estimated_join_state(PlannerInfo *root, EddyJoinPath *jp, List *order, int *nstairs)
 {
 	uint32		all_rels = (jp->nrels >= 32) ? ~0u : ((1u << jp->nrels) - 1);
-	bool		build = eddy_source_schedule == EDDY_SCHEDULE_BUILD &&
-		(eddy_source_delays == NULL || eddy_source_delays[0] == '\0') &&
-		eddy_migration == EDDY_MIGRATION_OFF;
+	bool		build = reads_in_build_order();
 	int		   *pos = palloc(sizeof(int) * jp->nrels);
 	double	   *rows = palloc(sizeof(double) * jp->nrels);
 	bool	   *stored = palloc0(sizeof(bool) * jp->nrels);
@@ -1335,9 +1344,7 @@ physical_target(PlannerInfo *root, EddyJoinPath *jp, int i, Path *path)
 	List	   *tlist;
 	ListCell   *lc;
 
-	if (eddy_source_schedule != EDDY_SCHEDULE_BUILD ||
-		(eddy_source_delays != NULL && eddy_source_delays[0] != '\0') ||
-		eddy_migration != EDDY_MIGRATION_OFF)
+	if (!reads_in_build_order())
 		return NULL;
 	if (rte->rtekind != RTE_RELATION || rte->inh || rel->reloptkind != RELOPT_BASEREL ||
 		!path_projects(path) || path->pathtype == T_IndexOnlyScan)
@@ -1442,20 +1449,9 @@ parameterized_scan_lost(EddyJoinPath *jp, Path *path)
 					found = parameterized_scan_lost(jp, j->innerjoinpath);
 				return found;
 			}
-		case T_MaterialPath:
-			return parameterized_scan_lost(jp, ((MaterialPath *) path)->subpath);
-		case T_MemoizePath:
-			return parameterized_scan_lost(jp, ((MemoizePath *) path)->subpath);
-		case T_SortPath:
-		case T_IncrementalSortPath:
-			return parameterized_scan_lost(jp, ((SortPath *) path)->subpath);
-		case T_GatherPath:
-			return parameterized_scan_lost(jp, ((GatherPath *) path)->subpath);
-		case T_GatherMergePath:
-			return parameterized_scan_lost(jp, ((GatherMergePath *) path)->subpath);
-		case T_ProjectionPath:
-			return parameterized_scan_lost(jp, ((ProjectionPath *) path)->subpath);
 		default:
+			if (wrapped_path(path) != NULL)
+				return parameterized_scan_lost(jp, wrapped_path(path));
 			return NULL;
 	}
 }
@@ -1545,24 +1541,9 @@ partial_plan_relations(EddyJoinPath *jp, Path *path, uint32 *partial,
 			partial_plan_relations(jp, ((JoinPath *) path)->innerjoinpath,
 								   partial, param, driver);
 			break;
-		case T_MaterialPath:
-			partial_plan_relations(jp, ((MaterialPath *) path)->subpath,
-								   partial, param, driver);
-			break;
-		case T_MemoizePath:
-			partial_plan_relations(jp, ((MemoizePath *) path)->subpath,
-								   partial, param, driver);
-			break;
-		case T_SortPath:
-		case T_IncrementalSortPath:
-			partial_plan_relations(jp, ((SortPath *) path)->subpath,
-								   partial, param, driver);
-			break;
-		case T_ProjectionPath:
-			partial_plan_relations(jp, ((ProjectionPath *) path)->subpath,
-								   partial, param, driver);
-			break;
 		default:
+			if (wrapped_path(path) != NULL)
+				partial_plan_relations(jp, wrapped_path(path), partial, param, driver);
 			break;
 	}
 }
@@ -1605,7 +1586,7 @@ partial_source(PlannerInfo *root, EddyJoinPath *jp, RelOptInfo *joinrel,
 	int			nstairs;
 	double		state;
 	GatherPath *gather;
-	EddyJoinPath twin;
+	Path		costed;
 	int			i;
 	ListCell   *lc;
 
@@ -1697,20 +1678,10 @@ partial_source(PlannerInfo *root, EddyJoinPath *jp, RelOptInfo *joinrel,
 	cost->state = state;
 	cost->startup = pg_partial->startup_cost;
 	cost->path_total = pg_partial->total_cost + Max(extra, 0);
-	twin = *jp;
-	twin.cpath.path.pathtype = T_CustomScan;
-	twin.cpath.path.parent = joinrel;
-	twin.cpath.path.pathtarget = joinrel->reltarget;
-	twin.cpath.path.param_info = NULL;
-	twin.cpath.path.pathkeys = NIL;
-	twin.cpath.path.rows = pg_partial->rows;
-	twin.cpath.path.startup_cost = cost->startup;
-	twin.cpath.path.total_cost = cost->path_total;
-	twin.cpath.path.parallel_workers = pg_partial->parallel_workers;
-	twin.cpath.path.parallel_aware = true;
-	twin.cpath.path.parallel_safe = true;
-	gather = create_gather_path(root, joinrel, &twin.cpath.path,
-								joinrel->reltarget, NULL, NULL);
+	/* a Gather over PostgreSQL's partial plan at the twin's cost */
+	costed = *pg_partial;
+	costed.total_cost = cost->path_total;
+	gather = create_gather_path(root, joinrel, &costed, joinrel->reltarget, NULL, NULL);
 	cost->total = gather->path.total_cost;
 	return child;
 }

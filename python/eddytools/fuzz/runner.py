@@ -277,6 +277,26 @@ class Differ:
                     self.conn.execute(f"RESET {g}")
 
 
+def _inner_blocks(query: str) -> list[tuple[list[exp.Expression], list[exp.Expr]]]:
+    """(relations, conjuncts of WHERE and inner ON) of every block of
+    ``query`` that no outer join touches."""
+    try:
+        tree = parse(query)
+    except sqlglot.errors.ParseError:
+        return []
+    blocks = []
+    for s in tree.find_all(exp.Select):
+        from_ = s.args.get(FROM_KEY)
+        joins = s.args.get("joins") or []
+        if from_ is None or any(j.side or j.kind for j in joins):
+            continue
+        conj = conjuncts(s.args["where"].this) if s.args.get("where") else []
+        for j in joins:
+            conj += conjuncts(j.args.get("on"))
+        blocks.append(([from_.this] + [j.this for j in joins], conj))
+    return blocks
+
+
 def clause_probes(query: str) -> list[str]:
     """For every conjunct of WHERE or inner ON that names two or more base
     relations of its block: a count over just those relations, under that
@@ -286,23 +306,11 @@ def clause_probes(query: str) -> list[str]:
     relations of an inner-join block commute).  Its guards come with it, in
     PostgreSQL's own order, so a predicate run before its guard is still
     caught."""
-    try:
-        tree = parse(query)
-    except sqlglot.errors.ParseError:
-        return []
-    probes = []
-    for s in tree.find_all(exp.Select):
-        from_ = s.args.get(FROM_KEY)
-        joins = s.args.get("joins") or []
-        if from_ is None or any(j.side or j.kind for j in joins):
-            continue
-        tables = {t.alias_or_name: t for t in [from_.this] + [j.this for j in joins]
-                  if isinstance(t, exp.Table)}
-        if len(tables) != 1 + len(joins):
+    probes: list[str] = []
+    for relations, conj in _inner_blocks(query):
+        tables = {t.alias_or_name: t for t in relations if isinstance(t, exp.Table)}
+        if len(tables) != len(relations):
             continue  # a derived table or function in the block
-        conj = conjuncts(s.args["where"].this) if s.args.get("where") else []
-        for j in joins:
-            conj += conjuncts(j.args.get("on"))
         conj = [c for c in conj if not c.find(exp.Subquery, exp.Select)]
         for c in conj:
             names = aliases_in(c)
@@ -322,21 +330,9 @@ def relation_probes(query: str) -> list[str]:
     relation under its own restrictions (the conjuncts of WHERE and inner ON
     that name only it) -- what PostgreSQL evaluates when it scans that
     relation by itself, as an eddy's source scan does."""
-    try:
-        tree = parse(query)
-    except sqlglot.errors.ParseError:
-        return []
     probes = []
-    for s in tree.find_all(exp.Select):
-        from_ = s.args.get(FROM_KEY)
-        joins = s.args.get("joins") or []
-        if from_ is None or any(j.side or j.kind for j in joins):
-            continue
-        tables = [from_.this] + [j.this for j in joins]
-        conj = conjuncts(s.args["where"].this) if s.args.get("where") else []
-        for j in joins:
-            conj += conjuncts(j.args.get("on"))
-        for t in tables:
+    for relations, conj in _inner_blocks(query):
+        for t in relations:
             if not isinstance(t, exp.Table):
                 continue
             alias = t.alias_or_name
