@@ -141,3 +141,26 @@ def test_configurations_do_not_leak_settings(eddy_conn):
     assert eddy_conn.execute("SHOW jit").fetchone()[0] == "off"
     assert eddy_conn.execute("SHOW work_mem").fetchone()[0] == "64MB"
     assert eddy_conn.execute("SHOW max_parallel_workers_per_gather").fetchone()[0] == "0"
+
+
+def test_migration_configurations(eddy_conn):
+    """--migration off,guarded adds an eddy@F+guarded configuration per
+    frequency to the join experiments (a selection eddy has no state to
+    move), which sets eddy.migration; eddy@F runs with migration off even
+    after a guarded configuration in the same session."""
+    args = bench.build_parser().parse_args(["--freqs", "1,100", "--migration", "off,guarded"])
+    assert bench.configs_for("shj", args) == ["vanilla", "shj", "eddy@1", "eddy@1+guarded",
+                                              "eddy@100", "eddy@100+guarded"]
+    assert bench.configs_for("selections", args) == ["vanilla", "eddy@1", "eddy@100"]
+    assert sorted(["eddy@100+guarded", "eddy@1", "vanilla", "eddy@100", "shj"],
+                  key=bench.config_rank) == ["vanilla", "shj", "eddy@1", "eddy@100",
+                                             "eddy@100+guarded"]
+    join = bench.experiment_queries(["shj"])[0]
+    bench.configure(eddy_conn, "eddy@100+guarded", join, "rank", "public")
+    assert eddy_conn.execute("SHOW eddy.migration").fetchone()[0] == "guarded"
+    assert eddy_conn.execute("SHOW eddy.reopt_frequency").fetchone()[0] == "100"
+    bench.configure(eddy_conn, "eddy@1", join, "rank", "public")
+    assert eddy_conn.execute("SHOW eddy.migration").fetchone()[0] == "off"
+    assert eddy_conn.execute("SHOW eddy.reopt_frequency").fetchone()[0] == "1"
+    with pytest.raises(SystemExit):
+        bench.build_parser().parse_args(["--migration", "sometimes"])

@@ -63,6 +63,7 @@ TITLES = {
 FULL_ROWS = {"tenk": 10_000, "hundredk": 100_000}
 QUICK_ROWS = {"tenk": 2_000, "hundredk": 5_000}
 QUICK_SCHEMA = "eddy_bench_quick"
+MIGRATIONS = ("off", "guarded", "greedy")   # eddy.migration's values
 WRONG = "wrong"          # the configuration --inject-wrong-config adds
 
 
@@ -135,7 +136,10 @@ def configs_for(experiment: str, args: argparse.Namespace) -> list[str]:
     configs = ["vanilla"]
     if experiment == "shj" and not args.no_shj:
         configs.append("shj")
-    configs += [f"eddy@{f}" for f in args.freqs]
+    # a selection eddy has no join state to migrate
+    migrations = ["off"] if experiment == "selections" else args.migration
+    configs += [f"eddy@{f}" + ("" if m == "off" else f"+{m}")
+                for f in args.freqs for m in migrations]
     if args.inject_wrong_config:
         configs.append(WRONG)
     return configs
@@ -156,12 +160,24 @@ def configure(conn: psycopg.Connection, config: str, q: Query, policy: str,
             set_gucs(conn, enabled="off", static_shj="off")
         else:
             set_gucs(conn, enabled="on", static_shj="off", selection_min_cost=0,
-                     routing_policy=policy, reopt_frequency=eddy_config.split("@")[1])
+                     routing_policy=policy, reopt_frequency=eddy_frequency(eddy_config))
     else:
         bench_join.configure(conn, eddy_config, q.method)
         if eddy_config.startswith("eddy@"):
             set_gucs(conn, routing_policy=policy)
+    if eddy_config.startswith("eddy@"):
+        set_gucs(conn, migration=eddy_migration(eddy_config))
     return wrong_query(q.sql) if config == WRONG else q.sql
+
+
+def eddy_frequency(config: str) -> int:
+    """``eddy@F`` or ``eddy@F+M``: F, the reoptimization frequency."""
+    return int(config.split("@")[1].partition("+")[0])
+
+
+def eddy_migration(config: str) -> str:
+    """``eddy@F+M``: M, the state migration policy (``eddy@F``: off)."""
+    return config.partition("+")[2] or "off"
 
 
 def answer_of(rows: list[tuple]) -> tuple[int, str]:
@@ -294,7 +310,8 @@ def config_rank(config: str) -> tuple[int, int]:
     if config == "shj":
         return (1, 0)
     if config.startswith("eddy@"):
-        return (2, int(config.split("@")[1]))
+        return (2, eddy_frequency(config) * len(MIGRATIONS)
+                + MIGRATIONS.index(eddy_migration(config)))
     return (3, 0)
 
 
@@ -462,6 +479,10 @@ def build_parser() -> argparse.ArgumentParser:
                          " --quick: 1,100)")
     ap.add_argument("--policy", default="rank", choices=("rank", "lottery", "fixed", "random"),
                     help="eddy.routing_policy of the eddy configurations (default: rank)")
+    ap.add_argument("--migration", type=csv_list(MIGRATIONS), default=["off"],
+                    help="eddy.migration values of the eddy configurations, comma-separated "
+                         "(default: off): off,guarded measures guarded migration on static "
+                         "data side by side (configurations eddy@F+guarded)")
     ap.add_argument("--no-shj", action="store_true",
                     help="leave out the static symmetric hash join configuration")
     ap.add_argument("-r", "--reps", type=int, default=None,

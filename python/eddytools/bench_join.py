@@ -62,7 +62,7 @@ def configure(conn: psycopg.Connection, config: str, method: str) -> None:
         set_gucs(conn, enabled="off", static_shj="on")
     else:
         set_gucs(conn, enabled="on", static_shj="off",
-                 reopt_frequency=config.split("@")[1],
+                 reopt_frequency=config.split("@")[1].partition("+")[0],
                  join_method="index" if index else "hash")
 
 
