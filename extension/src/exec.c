@@ -770,7 +770,8 @@ eddy_exec_node(PlanState *pstate)
 		switch (es->state)
 		{
 			case EDDY_STATE_STASIS:
-				if (unlikely(es->migrating))
+				if (unlikely(es->migrating) &&
+					es->router.recomputations != es->migration_seen)
 					EddyMigrationStasis(es);
 				if (unlikely(es->spill_after != 0) &&
 					EddyRouterRouted(&es->router) >= es->spill_after)

@@ -443,6 +443,9 @@ struct EddyState
 	/* state migration (migrate.c), NULL when the eddy never migrates */
 	struct EddyMigrator *migrator;
 	bool		migrating;		/* ... and its state may move */
+	uint64		migration_seen; /* EddyMigrationStasis has nothing to do
+								 * until the router's recomputations move
+								 * past this */
 	bool		replaying;		/* rebuilding it: results are dropped */
 
 	/* parallel plans (parallel.c) */

@@ -72,7 +72,14 @@
  * of the routing, the signatures the current routing stores on each side
  * are worked out (a fixed point from every scanned source's fresh tuple,
  * following the routing table: expected_spans), and an entry of another
- * signature is misplaced.  The policies (eddy.migration):
+ * signature is misplaced.  The check is skipped while the last one found
+ * nothing misplaced and no routing decision has changed since (the
+ * router's count of entries filled with a new choice): what was stored in
+ * between was stored by the same decisions.  A decision changes when an
+ * entry is filled again in a new epoch, on its first use or by a check, so
+ * a change is seen once a tuple is routed by it.  On static data this
+ * keeps the cost of guarded migration to the signature counts.  The
+ * policies (eddy.migration):
  *	 greedy	  the paper's (4.2): migrate whenever an entry is misplaced,
  *			  i.e. at the first recomputation after the routing changed.
  *	 guarded  migrate when entries have been misplaced for `hold`
@@ -174,6 +181,9 @@ typedef struct EddyMigrator
 	uint64	   *xonly;			/* per source: selections on it alone */
 	SigList		work;			/* expected_spans: signatures to follow */
 	uint64		seen_recomputations;
+	uint64		seen_changes;	/* the router's changes at the last check */
+	bool		clean;			/* the last check found nothing misplaced */
+	uint64		checks;			/* looks for misplaced state (VERBOSE) */
 	int			streak;			/* guarded: recomputations misplaced */
 	int			hold;			/* guarded: ... needed before a migration */
 	uint16		stamp;			/* EddyRow.mark of this migration */
@@ -216,6 +226,8 @@ EddyMigrationInit(EddyState *es)
 	mgr->debug_every = eddy_debug_migrate_every;
 	mgr->until_forced = mgr->debug_every;
 	mgr->hold = EDDY_MIGRATION_HOLD;
+	/* forced migrations count every point of stasis (EddyMigrationStasis) */
+	es->migration_seen = mgr->debug_every > 0 ? PG_UINT64_MAX : 0;
 	pg_prng_seed(&mgr->rng, UINT64CONST(0x316a7e) ^
 				 (uint64) es->css.ss.ps.plan->plan_node_id);
 	mgr->events = palloc(sizeof(EddyMigrationEvent) * EDDY_MAX_MIGRATION_EVENTS);
@@ -598,6 +610,7 @@ migrate(EddyState *es, bool forced)
 	int			k;
 
 	Assert(es->nstack == 0 && !es->replaying);
+	mgr->clean = false;			/* look again at the next recomputation */
 	cxt = AllocSetContextCreate(CurrentMemoryContext, "eddy state migration",
 								ALLOCSET_DEFAULT_SIZES);
 	old = MemoryContextSwitchTo(cxt);
@@ -779,8 +792,22 @@ EddyMigrationStasis(EddyState *es)
 		es->router.recomputations == mgr->seen_recomputations)
 		return;
 	mgr->seen_recomputations = es->router.recomputations;
+	/* the executor calls again after the next recomputation (or, forced
+	 * migrations counting points of stasis, at every one) */
+	if (mgr->debug_every == 0)
+		es->migration_seen = mgr->seen_recomputations;
 
-	if (misplaced(es, &total, &benefit) == 0)
+	/*
+	 * Nothing was misplaced at the last check and no routing decision has
+	 * changed since: nothing is misplaced now either (what was stored since
+	 * was stored by the same decisions).
+	 */
+	if (mgr->clean && es->router.changes == mgr->seen_changes)
+		return;
+	mgr->checks++;
+	mgr->clean = misplaced(es, &total, &benefit) == 0;
+	mgr->seen_changes = es->router.changes; /* with what the check filled */
+	if (mgr->clean)
 	{
 		mgr->streak = 0;
 		return;
@@ -806,6 +833,7 @@ EddyMigrationRescan(EddyState *es)
 	mgr->until_forced = mgr->debug_every;
 	mgr->forced = 0;
 	mgr->streak = 0;
+	mgr->clean = false;
 	/* the hash joins forgot their entries' signatures (hashjoin_rescan) */
 }
 
@@ -833,7 +861,11 @@ EddyMigrationExplain(EddyState *es, ExplainState *xs)
 	ExplainPropertyUInteger("Entries Rebuilt", NULL, mgr->rebuilt, xs);
 	if (xs->timing)
 		ExplainPropertyFloat("Migration Time", "ms", mgr->ns / 1e6, 3, xs);
-	if (!xs->verbose || mgr->nevents == 0)
+	if (!xs->verbose)
+		return;
+	if (mgr->policy != EDDY_MIGRATION_OFF)
+		ExplainPropertyUInteger("Migration Checks", NULL, mgr->checks, xs);
+	if (mgr->nevents == 0)
 		return;
 	resetStringInfo(&buf);
 	for (i = 0; i < mgr->nevents; i++)

@@ -112,6 +112,7 @@ typedef struct EddyHashJoin
 	EddySigCount *sigs[2];
 	int			nsigs[2];
 	int			maxsigs[2];
+	int			lastsig[2];		/* the index note_sig matched last */
 } EddyHashJoin;
 
 static EddyTuple *hashjoin_route(EddyState *es, EddyModule *m, int dir,
@@ -260,9 +261,13 @@ join_hash(EddyState *es, EddyHashJoin *hj, int side, EddyTuple *t, Datum *keys)
 	return hash;
 }
 
-/* Count an entry of signature `spans` stored on side `side` */
-static void
-note_sig(EddyHashJoin *hj, int side, uint32 spans)
+/*
+ * Count an entry of signature `spans` stored on side `side`: the signature
+ * of the previous entry first, inline (a side stores a few signatures, most
+ * often one after another the same), the others in note_sig_slow.
+ */
+static pg_noinline void
+note_sig_slow(EddyHashJoin *hj, int side, uint32 spans)
 {
 	EddySigCount *c = hj->sigs[side];
 	int			n = hj->nsigs[side];
@@ -272,6 +277,7 @@ note_sig(EddyHashJoin *hj, int side, uint32 spans)
 		if (c[i].spans == spans)
 		{
 			c[i].count++;
+			hj->lastsig[side] = i;
 			return;
 		}
 	if (n >= hj->maxsigs[side])
@@ -285,6 +291,18 @@ note_sig(EddyHashJoin *hj, int side, uint32 spans)
 	c[n].spans = spans;
 	c[n].count = 1;
 	hj->nsigs[side] = n + 1;
+	hj->lastsig[side] = n;
+}
+
+static inline void
+note_sig(EddyHashJoin *hj, int side, uint32 spans)
+{
+	int			i = hj->lastsig[side];
+
+	if (likely(i < hj->nsigs[side] && hj->sigs[side][i].spans == spans))
+		hj->sigs[side][i].count++;
+	else
+		note_sig_slow(hj, side, spans);
 }
 
 /*

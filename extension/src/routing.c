@@ -701,6 +701,8 @@ EddyRouterChoose(EddyRouter *router, uint32 spans, uint64 done)
 	int			choice = choose_target(router, spans, done);
 
 	Assert(router->direct);
+	if (router->route_epoch[done] == 0 || router->route[done] != choice)
+		router->changes++;
 	router->route[done] = choice;
 	router->route_epoch[done] = router->epoch;
 	return choice;
@@ -765,9 +767,15 @@ EddyRouterLookup(EddyRouter *router, uint32 spans, uint64 done)
 		}
 		router->nentries_used++;
 	}
-	e->spans = spans;
-	e->done = done;
-	e->epoch = router->epoch;
-	e->choice = choose_target(router, spans, done);
+	{
+		int			choice = choose_target(router, spans, done);
+
+		if (e->epoch == 0 || e->choice != choice)
+			router->changes++;
+		e->spans = spans;
+		e->done = done;
+		e->epoch = router->epoch;
+		e->choice = choice;
+	}
 	return e->choice;
 }

@@ -158,6 +158,13 @@ typedef struct EddyRouter
 	uint64		chain_dropped[EDDY_MAX_SELECTIONS];
 	uint64		chain_passed;
 
+	/*
+	 * Routing entries filled for the first time or with another choice than
+	 * the entry had in its previous epoch: state migration looks for
+	 * misplaced state again only when this moved (migrate.c).
+	 */
+	uint64		changes;
+
 	uint64		routed;			/* tuples routed until the last recomputation */
 	int64		until_reopt;	/* tuples until the next one (hot path) */
 	uint64		recomputations;
