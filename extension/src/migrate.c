@@ -100,8 +100,9 @@
  *			  (ski rental) that makes a routing flipping back and forth
  *			  pay for each new move with the waste it caused, where the
  *			  back-off alone allowed one move per doubling (8 moves, 1.8x
- *			  the time without migration, on a Figure 8 query).  Nothing migrates when nothing is
- *			  left to come, so nothing at the end of a query.
+ *			  the time without migration, on a Figure 8 query).  Nothing
+ *			  migrates when nothing is left to come, so nothing at the end
+ *			  of a query.
  * eddy.debug_migrate_every = N forces a migration at every N-th point of
  * stasis, the interval doubling after every EDDY_FORCED_PER_INTERVAL of
  * them (each rebuilds the whole state: a long scan gets O(log n) of them,
@@ -815,8 +816,10 @@ EddyMigrationStasis(EddyState *es)
 		es->router.recomputations == mgr->seen_recomputations)
 		return;
 	mgr->seen_recomputations = es->router.recomputations;
-	/* the executor calls again after the next recomputation (or, forced
-	 * migrations counting points of stasis, at every one) */
+	/*
+	 * The executor calls again after the next recomputation (or, forced
+	 * migrations counting points of stasis, at every one).
+	 */
 	if (mgr->debug_every == 0)
 		es->migration_seen = mgr->seen_recomputations;
 
