@@ -120,6 +120,10 @@ def test_default_output_is_untracked():
     assert "bench-results/" in gitignore.split()
 
 
+def show(conn, name: str) -> str:
+    return conn.execute(f"SHOW {name}").fetchone()[0]
+
+
 def test_configurations_do_not_leak_settings(eddy_conn):
     """Each configuration starts from RESET ALL: the selection experiment's
     eddy.selection_min_cost = 0 must not reach a join experiment, where it
@@ -128,19 +132,19 @@ def test_configurations_do_not_leak_settings(eddy_conn):
     sel = bench.experiment_queries(["selections"])[0]
     idx = bench.experiment_queries(["index"])[0]
     bench.configure(eddy_conn, "eddy@1", sel, "lottery", "public")
-    assert eddy_conn.execute("SHOW eddy.selection_min_cost").fetchone()[0] == "0"
-    assert eddy_conn.execute("SHOW eddy.routing_policy").fetchone()[0] == "lottery"
+    assert show(eddy_conn, "eddy.selection_min_cost") == "0"
+    assert show(eddy_conn, "eddy.routing_policy") == "lottery"
     bench.configure(eddy_conn, "eddy@100", idx, "rank", "public")
-    assert eddy_conn.execute("SHOW eddy.selection_min_cost").fetchone()[0] == "0.01"
-    assert eddy_conn.execute("SHOW eddy.join_method").fetchone()[0] == "index"
-    assert eddy_conn.execute("SHOW eddy.reopt_frequency").fetchone()[0] == "100"
-    assert eddy_conn.execute("SHOW enable_hashjoin").fetchone()[0] == "off"
+    assert show(eddy_conn, "eddy.selection_min_cost") == "0.01"
+    assert show(eddy_conn, "eddy.join_method") == "index"
+    assert show(eddy_conn, "eddy.reopt_frequency") == "100"
+    assert show(eddy_conn, "enable_hashjoin") == "off"
     bench.configure(eddy_conn, "vanilla", sel, "rank", "public")
-    assert eddy_conn.execute("SHOW eddy.enabled").fetchone()[0] == "off"
-    assert eddy_conn.execute("SHOW enable_hashjoin").fetchone()[0] == "on"
-    assert eddy_conn.execute("SHOW jit").fetchone()[0] == "off"
-    assert eddy_conn.execute("SHOW work_mem").fetchone()[0] == "64MB"
-    assert eddy_conn.execute("SHOW max_parallel_workers_per_gather").fetchone()[0] == "0"
+    assert show(eddy_conn, "eddy.enabled") == "off"
+    assert show(eddy_conn, "enable_hashjoin") == "on"
+    assert show(eddy_conn, "jit") == "off"
+    assert show(eddy_conn, "work_mem") == "64MB"
+    assert show(eddy_conn, "max_parallel_workers_per_gather") == "0"
 
 
 def test_migration_configurations(eddy_conn):
@@ -157,10 +161,10 @@ def test_migration_configurations(eddy_conn):
                                              "eddy@100+guarded"]
     join = bench.experiment_queries(["shj"])[0]
     bench.configure(eddy_conn, "eddy@100+guarded", join, "rank", "public")
-    assert eddy_conn.execute("SHOW eddy.migration").fetchone()[0] == "guarded"
-    assert eddy_conn.execute("SHOW eddy.reopt_frequency").fetchone()[0] == "100"
+    assert show(eddy_conn, "eddy.migration") == "guarded"
+    assert show(eddy_conn, "eddy.reopt_frequency") == "100"
     bench.configure(eddy_conn, "eddy@1", join, "rank", "public")
-    assert eddy_conn.execute("SHOW eddy.migration").fetchone()[0] == "off"
-    assert eddy_conn.execute("SHOW eddy.reopt_frequency").fetchone()[0] == "1"
+    assert show(eddy_conn, "eddy.migration") == "off"
+    assert show(eddy_conn, "eddy.reopt_frequency") == "1"
     with pytest.raises(SystemExit):
         bench.build_parser().parse_args(["--migration", "sometimes"])

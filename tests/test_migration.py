@@ -41,6 +41,24 @@ def mig(eddy_conn):
 
 
 
+# the settings of the policy tests below: no forced migrations
+POLICY_RUN = {"join_method": "hash", "reopt_frequency": 100, "debug_migrate_every": 0,
+              "max_memory": "1GB"}
+
+
+def eddies_under(conn: psycopg.Connection, query: str, name: str, values: tuple[str, ...],
+                 **settings: str) -> dict[str, dict]:
+    """``query``'s eddy (EXPLAIN ANALYZE VERBOSE) under each value of the
+    setting ``name``, on top of POLICY_RUN and ``settings``; after each, the
+    query's rows must be PostgreSQL's."""
+    want = vanilla_multiset(conn, query)
+    eddies = {}
+    for value in values:
+        eddies[value] = explain_eddy(conn, query, **{**POLICY_RUN, **settings, name: value})
+        assert multiset(conn.execute(query).fetchall()) == want, (name, value)
+    return eddies
+
+
 def stair_totals(eddy: dict) -> tuple[int, int]:
     ops = [op for op in eddy["Operators"] if op["Operator Type"] == "Hash Join"]
     return sum(op["Promoted"] for op in ops), sum(op["Demoted"] for op in ops)
@@ -160,16 +178,10 @@ def test_guarded_backs_off_where_greedy_thrashes(eddy_conn):
     policy follows every change of the routing decision; the guarded one
     waits for a change to hold and backs off, so it moves far less often,
     and both give PostgreSQL's rows."""
-    conn = eddy_conn
-    conn.execute(FLIP)
-    want = vanilla_multiset(conn, FLIP_QUERY)
-    counts = {}
-    for policy in ("greedy", "guarded"):
-        eddy = explain_eddy(conn, FLIP_QUERY, join_method="hash", reopt_frequency=100,
-                       source_schedule="proportional", migration=policy,
-                       debug_migrate_every=0, max_memory="1GB")
-        counts[policy] = eddy["Migrations"]
-        assert multiset(conn.execute(FLIP_QUERY).fetchall()) == want
+    eddy_conn.execute(FLIP)
+    eddies = eddies_under(eddy_conn, FLIP_QUERY, "migration", ("greedy", "guarded"),
+                          source_schedule="proportional")
+    counts = {policy: e["Migrations"] for policy, e in eddies.items()}
     assert counts["greedy"] >= 1
     assert counts["guarded"] <= 8, counts
     assert counts["guarded"] <= counts["greedy"], counts
@@ -268,18 +280,11 @@ def test_guarded_looks_again_only_when_the_routing_changed(eddy_conn, schedule):
     decisions settle, it looks once in hundreds of recomputations and moves
     nothing; under random routing (new decisions every epoch) it looks
     after most of them.  The answers stay PostgreSQL's."""
-    conn = eddy_conn
-    conn.execute(STATIC)
-    want = vanilla_multiset(conn, STATIC_QUERY)
-    looks = {}
-    for routing in ("rank", "random"):
-        eddy = explain_eddy(conn, STATIC_QUERY, join_method="hash", reopt_frequency=100,
-                            routing_policy=routing, source_schedule=schedule,
-                            migration="guarded", debug_migrate_every=0, max_memory="1GB")
-        looks[routing] = (eddy["Migration Checks"], eddy["Recomputations"])
-        if routing == "rank":
-            assert eddy["Migrations"] == 0
-        assert multiset(conn.execute(STATIC_QUERY).fetchall()) == want
+    eddy_conn.execute(STATIC)
+    eddies = eddies_under(eddy_conn, STATIC_QUERY, "routing_policy", ("rank", "random"),
+                          source_schedule=schedule, migration="guarded")
+    looks = {r: (e["Migration Checks"], e["Recomputations"]) for r, e in eddies.items()}
+    assert eddies["rank"]["Migrations"] == 0
     checks, recomputations = looks["rank"]
     assert recomputations >= 300 and 1 <= checks <= 2, looks
     checks, recomputations = looks["random"]
@@ -319,16 +324,10 @@ def test_guarded_pays_for_each_new_move_with_its_waste(eddy_conn):
     back-off alone, and now makes a second move only once the misplaced
     entries have made as many intermediate tuples as the move rebuilds, so
     it moves at most twice; the answer stays PostgreSQL's."""
-    conn = eddy_conn
-    conn.execute(THRASH)
-    want = vanilla_multiset(conn, THRASH_QUERY)
-    moves = {}
-    for policy in ("greedy", "guarded"):
-        eddy = explain_eddy(conn, THRASH_QUERY, join_method="hash", reopt_frequency=100,
-                            routing_policy="rank", source_schedule="proportional",
-                            source_rates="t3=0.25, t4=0.5", migration=policy,
-                            debug_migrate_every=0, max_memory="1GB")
-        moves[policy] = eddy["Migrations"]
-        assert multiset(conn.execute(THRASH_QUERY).fetchall()) == want
+    eddy_conn.execute(THRASH)
+    eddies = eddies_under(eddy_conn, THRASH_QUERY, "migration", ("greedy", "guarded"),
+                          routing_policy="rank", source_schedule="proportional",
+                          source_rates="t3=0.25, t4=0.5")
+    moves = {policy: e["Migrations"] for policy, e in eddies.items()}
     assert moves["greedy"] >= 10, moves
     assert moves["guarded"] <= 2, moves

@@ -237,7 +237,8 @@ EddyGucInit(void)
 	DefineCustomEnumVariable("eddy.migration",
 							 "When a join eddy moves its STAIRs' state to match its routing.",
 							 "off: never; greedy: whenever the routing changed so that some stored entry is no longer where it would route it; "
-							 "guarded: when that has held for a while and the intermediate tuples the misplaced entries would still make exceed the cost of rebuilding the state.",
+							 "guarded: when that has held for a while and the intermediate tuples the misplaced entries would still make exceed the cost of rebuilding the state; "
+							 "after a first move, only if those they made since they were found exceed it too.",
 							 &eddy_migration,
 							 EDDY_MIGRATION_OFF,
 							 migration_options,
