@@ -4,6 +4,7 @@ query returns exactly PostgreSQL's rows."""
 
 from __future__ import annotations
 
+import json
 import random
 import time
 from dataclasses import dataclass
@@ -377,3 +378,31 @@ def test_jit_compiled_expressions(eddy_conn):
     set_gucs(conn, static_shj="on")
     assert shj_nodes(explain_json(conn, q))
     assert multiset(conn.execute(q).fetchall()) == want
+
+
+def test_join_input_presizes_within_reason(eddy_conn):
+    """A join input's estimate (here 8,000,000 rows for 40,000) sizes the
+    upper join's slot array only up to 131,072 entries: under a large
+    eddy.max_memory the upper join held 202 MB for its 40,000
+    rows before; the rows are PostgreSQL's."""
+    conn = eddy_conn
+    conn.execute("CREATE TABLE pa AS SELECT g AS id FROM generate_series(1, 40000) g")
+    conn.execute("CREATE TABLE pb AS SELECT g AS id FROM generate_series(1, 40000) g")
+    conn.execute("CREATE TABLE pc AS SELECT g AS id FROM generate_series(1, 40000) g")
+    conn.execute("ANALYZE pa, pb, pc")
+    q = ("SELECT count(*), sum(pc.id) FROM (pa JOIN pb ON (pa.id % 100000) = (pb.id % 100000)) "
+         "JOIN pc ON pc.id = pa.id")
+    set_gucs(conn, enabled="off", static_shj="off")
+    want = conn.execute(q).fetchall()
+    set_gucs(conn, static_shj="on", max_memory="1GB")
+    pg_set(conn, join_collapse_limit=1, enable_nestloop="off", enable_mergejoin="off")
+    plan = explain_json(conn, q, analyze=True)
+    upper, lower = shj_nodes(plan)      # pre-order: the upper join first
+    assert shj_nodes(upper["Plans"][0]) == [lower] or shj_nodes(upper["Plans"][1]) == [lower]
+    # the lower join: estimated far above its 40,000 rows
+    raw = sql_value(conn, f"EXPLAIN (FORMAT JSON) {q}")
+    estimated = shj_nodes((raw if isinstance(raw, list) else json.loads(raw))[0]["Plan"])
+    assert estimated[1]["Plan Rows"] >= 1_000_000, estimated[1]["Plan Rows"]
+    assert lower["Actual Rows"] == 40000, lower
+    assert upper["Memory"] < 32 * 1024, upper["Memory"]
+    assert conn.execute(q).fetchall() == want

@@ -168,6 +168,9 @@
 #define SHJ_OUTER				0
 #define SHJ_INNER				1
 
+/* Entries presized from an estimate that is not a scan's, at most (4 MB) */
+#define SHJ_PRESIZE_UNTRUSTED	131072.0
+
 /* Executor states */
 #define SHJ_START				1
 #define SHJ_READ				2
@@ -696,14 +699,23 @@ shj_init_side(ShjState *state, int s, Plan *plan, List *keys, EState *estate,
  * At most a quarter of eddy.max_memory goes to slots.  Done at the
  * first insertion, so that a STAIR that is only probed (the outer side of
  * an inner-unique join often stores nothing) keeps its small initial array.
+ * The estimate of a scan is bounded by its relation; that of a join (a
+ * tree of static SHJs) or of any other node with inputs may be off by
+ * orders of magnitude, so it sizes the array up to SHJ_PRESIZE_UNTRUSTED
+ * entries only and the array grows from there if it must (the STAIRs
+ * experiments' Figure 8: 790 MB of slots for 12,142 rows under
+ * eddy.max_memory = 4GB).
  */
 static void
 shj_presize(ShjState *state, ShjSide *side)
 {
-	double		rows = side->ps->plan->plan_rows;
+	Plan	   *plan = side->ps->plan;
+	double		rows = plan->plan_rows;
 	double		cap = (double) state->max_memory / 4 /
 		STAIR_PRESIZE_BYTES_PER_ENTRY;
 
+	if (plan->lefttree != NULL || plan->righttree != NULL || IsA(plan, CustomScan))
+		cap = Min(cap, SHJ_PRESIZE_UNTRUSTED);
 	StairPresize(side->stair, Min(rows, cap));
 }
 
