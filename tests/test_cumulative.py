@@ -198,9 +198,10 @@ def migration_points(eddy: dict) -> list[int]:
 @pytest.mark.parametrize("policy", ["rank", "cumulative"])
 def test_full_hold_keeps_the_initial_decisions(flip, policy):
     """fs read last: without a hold its tuples' first join changes where
-    the data flips; with fs=100 they all keep the initial choice, nothing
-    is recomputed before the release, and the release is at fs's last
-    row."""
+    the data flips; with fs=100 they all keep one choice, nothing is
+    recomputed between the hold's warm-up (the first 1,000 tuples routed,
+    whose observations the held decisions rest on, routing.c) and the
+    release, and the release is at fs's last row."""
     conn = flip
     want = vanilla_multiset(conn, FLIP_QUERY)
     free = explain_eddy(conn, FLIP_QUERY, routing_policy=policy, source_delays="fs=300",
@@ -217,7 +218,9 @@ def test_full_hold_keeps_the_initial_decisions(flip, policy):
     # released when fs's 4,000th row was read: only that row and its ten
     # fr partners were routed afterwards
     assert released == routed - 11, (released, routed)
-    assert held["Recomputations"] <= 1
+    # one per 100 tuples routed during the warm-up, then none until the
+    # release (and at most one after it)
+    assert held["Recomputations"] <= 1000 // 100 + 1, held["Recomputations"]
     assert multiset(conn.execute(FLIP_QUERY).fetchall()) == want
 
 

@@ -238,7 +238,8 @@ EddyGucInit(void)
 							 "When a join eddy moves its STAIRs' state to match its routing.",
 							 "off: never; greedy: whenever the routing changed so that some stored entry is no longer where it would route it; "
 							 "guarded: when that has held for a while and the intermediate tuples the misplaced entries would still make exceed the cost of rebuilding the state; "
-							 "after a first move, only if those they made since they were found exceed it too.",
+							 "after a first move, only if those they made since they were found exceed it too, "
+							 "or the entries all the moves so far rebuilt if fewer.",
 							 &eddy_migration,
 							 EDDY_MIGRATION_OFF,
 							 migration_options,

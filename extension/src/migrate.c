@@ -96,7 +96,8 @@
  *			  in a scan, the intermediate tuples the misplaced entries
  *			  made since they were found (their share of each STAIR
  *			  times its probes since the previous check times its
- *			  matches per probe) must exceed them too: an online rule
+ *			  matches per probe) must exceed them too, or the entries
+ *			  all the moves of the scan rebuilt if fewer: an online rule
  *			  (ski rental) that makes a routing flipping back and forth
  *			  pay for each new move with the waste it caused, where the
  *			  back-off alone allowed one move per doubling (8 moves, 1.8x
@@ -197,7 +198,8 @@ typedef struct EddyMigrator
 	bool		clean;			/* the last check found nothing misplaced */
 	double		waste;			/* guarded: intermediate tuples the misplaced
 								 * entries made since they were found */
-	bool		moved_once;		/* guarded: it migrated in this scan */
+	double		spent;			/* guarded: entries its moves rebuilt in this
+								 * scan */
 	uint64		checks;			/* looks for misplaced state (VERBOSE) */
 	int			streak;			/* guarded: recomputations misplaced */
 	int			hold;			/* guarded: ... needed before a migration */
@@ -845,16 +847,18 @@ EddyMigrationStasis(EddyState *es)
 		 * Held for a while, and the intermediate tuples the misplaced
 		 * entries are still expected to make pay for the move; after a
 		 * first move, those they made since they were found must have paid
-		 * for it too (rent before buying, as in ski rental: a routing that
+		 * for it too, or for all the moves so far if those rebuilt fewer
+		 * entries (rent before buying, as in ski rental: a routing that
 		 * flips back and forth pays for each new move with the waste it
-		 * caused).
+		 * caused; a small early move, made while the state was small,
+		 * costs a later large one little evidence).
 		 */
 		if (++mgr->streak < mgr->hold || benefit <= (double) total ||
-			(mgr->moved_once && mgr->waste <= (double) total))
+			(mgr->spent > 0.0 && mgr->waste <= Min((double) total, mgr->spent)))
 			return;
 		mgr->hold *= 2;
 		mgr->streak = 0;
-		mgr->moved_once = true;
+		mgr->spent += (double) total;
 	}
 	mgr->waste = 0.0;
 	migrate(es, false);
@@ -872,7 +876,7 @@ EddyMigrationRescan(EddyState *es)
 	mgr->forced = 0;
 	mgr->streak = 0;
 	mgr->waste = 0.0;
-	mgr->moved_once = false;
+	mgr->spent = 0.0;
 	mgr->clean = false;
 	/* the hash joins forgot their entries' signatures (hashjoin_rescan) */
 }

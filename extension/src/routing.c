@@ -87,7 +87,9 @@
  *			 index-joined relation's planned rows: all of it can be
  *			 probed), so a join with a relation not yet read estimates
  *			 nothing, as joining s_tau = {} makes nothing.  Selections'
- *			 selectivities are rank's (observed, the planner's prior).
+ *			 selectivities are observed as rank's, but the planner's
+ *			 estimate weighs only as much as observations made at the
+ *			 start of the scan (cumulative_ratio: decayed with them).
  *			 Everything but the selections over both sides is computed at
  *			 each recomputation, per target; those are multiplied in when
  *			 a signature's routing entry is filled, once per epoch.  Equal
@@ -98,9 +100,15 @@
  *
  * eddy.routing_hold (for the STAIRs paper's Figure 7(ii)): while the
  * executor holds the router (exec.c, schedule.c), a recomputation folds
- * the counters into the statistics but starts no epoch, so the initial
- * decisions stay; state migration waits too (migrate.c).  The release is
- * recorded (tuples routed) for EXPLAIN ANALYZE.
+ * the counters into the statistics but starts no epoch, so the decisions
+ * stay; state migration waits too (migrate.c).  The decisions held are
+ * those made once the statistics rest on observations, EDDY_HOLD_WARMUP
+ * tuples routed (until then recomputations change them as usual), not the
+ * first ones, which rest on the planner's estimates: the paper's eddy has
+ * no optimizer, and the routing mistake whose repair Figure 7(ii) delays
+ * is made by its first observations (lineitem's predicate passing
+ * nothing), where the planner's estimates would route right.  The release
+ * is recorded (tuples routed) for EXPLAIN ANALYZE.
  *
  * The chain.  When every module is a filter over one source, every tuple
  * of an epoch follows a prefix of one chain of targets, which the executor
@@ -122,6 +130,8 @@
 #define EDDY_STATS_HALFLIFE		1000.0
 /* Weight, in tuples, of the planner's estimates */
 #define EDDY_PRIOR_TUPLES		2.0
+/* eddy.routing_hold: tuples routed before the decisions are held */
+#define EDDY_HOLD_WARMUP		((uint64) EDDY_STATS_HALFLIFE)
 /* Initial size of a hashed routing table */
 #define EDDY_ROUTE_ENTRIES		1024
 
@@ -135,6 +145,7 @@ EddyRouterInit(EddyRouter *router, EddyRouteTarget *targets, int ntargets,
 	int			i;
 
 	memset(router, 0, sizeof(EddyRouter));
+	router->prior_weight = EDDY_PRIOR_TUPLES;
 	router->ntargets = ntargets;
 	router->targets = targets;
 	router->nmodules = nmodules;
@@ -203,6 +214,29 @@ stats_ratio(EddyModuleStats *st)
 		(st->w_in + EDDY_PRIOR_TUPLES);
 }
 
+/*
+ * A selection's selectivity as the cumulative policy sees it: the planner's
+ * estimate counts as EDDY_PRIOR_TUPLES tuples observed at the start of the
+ * scan, decayed like every observation (router->prior_weight), where
+ * stats_ratio gives it that weight for ever.  The two differ for a
+ * selection that has passed nothing for a while: with half-life
+ * EDDY_STATS_HALFLIFE, the decayed observations weigh about 1,400 tuples
+ * at most, so a fixed prior keeps its selectivity near 2 / 1,400 of the
+ * planner's, where the observations say 0.  The cumulative estimates
+ * multiply selectivities along a path, and that floor decides between two
+ * joins that both look very selective (the STAIRs paper's Figure 7: the
+ * lineitem predicate passes nothing until l_shipdate reaches 1996, the
+ * customer predicates pass 0.36%; with the floor the two joins of orders
+ * tie and the decision flips back and forth, without it the eddy makes the
+ * paper's mistake and corrects it when lineitem's rows start to pass).
+ */
+static double
+cumulative_ratio(EddyRouter *router, EddyModuleStats *st)
+{
+	return (st->w_out + router->prior_weight * st->prior_ratio) /
+		(st->w_in + router->prior_weight);
+}
+
 /* Fold the counters gathered since the last call into decayed statistics. */
 static void
 update_statistics(EddyRouter *router)
@@ -213,6 +247,8 @@ update_statistics(EddyRouter *router)
 	decay = exp2(-(double) (router->routed - router->stats_routed) /
 				 EDDY_STATS_HALFLIFE);
 	router->stats_routed = router->routed;
+	/* (a floor keeps the ratio of a target never taken defined) */
+	router->prior_weight = Max(router->prior_weight * decay, 1e-6);
 	for (i = 0; i < router->ntargets; i++)
 	{
 		EddyModuleStats *st = router->targets[i].stats;
@@ -297,7 +333,7 @@ score_cumulative(EddyRouter *router)
 		if (far == 0)
 		{
 			t->stats->cumulative = t->stats->cumulative_planned =
-				stats_ratio(t->stats);
+				cumulative_ratio(router, t->stats);
 			continue;
 		}
 		est = sel[t->module] * rows[t->far_rel];
@@ -314,8 +350,10 @@ score_cumulative(EddyRouter *router)
 				/* a selection over sources beyond t only */
 				if (u->need != 0 && (u->need & ~far) == 0)
 				{
-					est *= stats_ratio(u->stats);
-					planned *= stats_ratio(u->stats);
+					double		ratio = cumulative_ratio(router, u->stats);
+
+					est *= ratio;
+					planned *= ratio;
 				}
 			}
 			else
@@ -553,9 +591,9 @@ EddyRouterReoptimize(EddyRouter *router)
 	router->until_reopt = router->reopt_frequency;
 	if (router->policy == EDDY_POLICY_FIXED && router->epoch > 0)
 		return;
-	if (router->held && router->epoch > 0)
+	if (router->held && router->epoch > 0 && router->routed >= EDDY_HOLD_WARMUP)
 	{
-		/* eddy.routing_hold: learn, but keep the initial decisions */
+		/* eddy.routing_hold: learn, but keep the decisions */
 		Assert(router->chain_len < 0);
 		update_statistics(router);
 		return;

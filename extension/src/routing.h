@@ -169,6 +169,8 @@ typedef struct EddyRouter
 	int64		until_reopt;	/* tuples until the next one (hot path) */
 	uint64		recomputations;
 	uint64		stats_routed;	/* routed at the last statistics update */
+	double		prior_weight;	/* cumulative: the planner's estimates'
+								 * weight, decayed like the observations */
 	uint64		window_start;	/* lottery: routed when the window began */
 	uint64		epoch_start;	/* chain: routed when the current epoch began */
 	int			epoch_first;	/* chain: first choice of the current epoch */
@@ -188,8 +190,10 @@ typedef struct EddyRouter
 
 	/*
 	 * eddy.routing_hold: while held, a recomputation folds the counters
-	 * into the statistics but keeps the initial decisions (no new epoch);
-	 * the executor releases the hold (EddyRouterRelease).
+	 * into the statistics but keeps the decisions (no new epoch) once
+	 * EDDY_HOLD_WARMUP tuples have been routed (routing.c); state migration
+	 * waits from the start; the executor releases the hold
+	 * (EddyRouterRelease).
 	 */
 	bool		held;
 	bool		released;

@@ -34,7 +34,8 @@
  * about reading: until that share of each listed relation's planned rows
  * (the planner's estimate, not the rows the relation turns out to have)
  * has been read, or the relation is exhausted, the router keeps its
- * initial decisions and no state migrates (routing.c, migrate.c); then
+ * decisions (those of its first observations, routing.c) and no state
+ * migrates (migrate.c); then
  * EddyScheduleCheckHold releases it, once.  A relation reached through an
  * index join is never read and cannot hold; a one-source eddy ignores the
  * list.  A rescan does not hold again.
@@ -215,7 +216,7 @@ EddyScheduleGucInit(void)
 							   "Holds a join eddy's routing and state migration back, for experiments.",
 							   "A list of relation=percent (by alias), e.g. 'orders=50': until that share of "
 							   "each listed relation's planned rows has been read (or the relation is exhausted), "
-							   "the eddy keeps its initial routing decisions and migrates no state.",
+							   "the eddy keeps the routing decisions of its first 1,000 tuples routed and migrates no state.",
 							   &eddy_routing_hold,
 							   "",
 							   PGC_USERSET,

@@ -43,7 +43,8 @@ work_mem = 64MB, eddy.max_memory = 4GB):
 
 The adaptive configurations (all but eddy) read their sources as scans in
 physical order (index and bitmap scans off), with eddy.join_method = hash,
-eddy.source_schedule = proportional and --policy routing.  A configuration
+eddy.source_schedule = proportional and --policy routing (Figure 7:
+--fig7-policy, by default cumulative, the paper's).  A configuration
 whose settings the server does not have (eddy.state_mode,
 eddy.routing_hold, a --policy value) is recorded as unavailable.
 
@@ -304,10 +305,16 @@ def eddy_counters(conn: psycopg.Connection, cfg: Config) -> dict:
         if key in eddy:
             out[key.lower().replace(" ", "_")] = eddy[key]
     history = out.get("migration_history") or ""
-    m = re.search(r"at (\d+): (\d+) moved", history)
-    if m and out.get("tuples_routed"):
-        out["first_migration_at"] = int(m.group(1))
-        out["first_migration_fraction"] = int(m.group(1)) / out["tuples_routed"]
+    moves = [(int(at), int(moved)) for at, moved in
+             re.findall(r"at (\d+): (\d+) moved", history if isinstance(history, str) else "")]
+    if moves and out.get("tuples_routed"):
+        out["first_migration_at"] = moves[0][0]
+        out["first_migration_fraction"] = moves[0][0] / out["tuples_routed"]
+        # the switch: the migration that moved the most (the paper's moves
+        # "all those tuples"; an early move of a few hundred is not it)
+        at, _ = max(moves, key=lambda m: m[1])
+        out["largest_migration_at"] = at
+        out["largest_migration_fraction"] = at / out["tuples_routed"]
     if isinstance(history, str) and len(history) > 2000:
         out["migration_history"] = history[:2000] + " ..."
     return out
@@ -803,9 +810,10 @@ def run_figures(conn: psycopg.Connection, args: argparse.Namespace, result: Resu
                 progress: Callable[[str], None]) -> None:
     avail = Availability(conn)
     m = Measurer(conn, result, avail, progress)
-    policy_problem = avail.problem({"eddy.routing_policy": args.policy})
-    if policy_problem is not None:
-        raise ConfigUnavailable(policy_problem)
+    for policy in {args.policy, args.fig7_policy}:
+        policy_problem = avail.problem({"eddy.routing_policy": policy})
+        if policy_problem is not None:
+            raise ConfigUnavailable(f"{policy}: {policy_problem}")
     if "9" in args.figures:
         for n in args.rst_rows:
             p = rst_prefix(n)
@@ -821,10 +829,10 @@ def run_figures(conn: psycopg.Connection, args: argparse.Namespace, result: Resu
         if bad:
             result.errors.append(f"lineitem: a sequential scan returns {bad} rows out of "
                                  "l_shipdate order")
-        case = figure7_case(args.sf, args.policy)
+        case = figure7_case(args.sf, args.fig7_policy)
         ref = m.measure(case, args.rounds)
         if ref is not None:
-            for hold in figure7_hold_cases(args.sf, args.policy, greedy=args.long):
+            for hold in figure7_hold_cases(args.sf, args.fig7_policy, greedy=args.long):
                 m.measure(hold, args.hold_rounds, reference=ref)
             for cfg in m.usable(Case("7iii", case.case, case.aliases,
                                      [c for c in case.configs if c.name != "base-aa"])):
@@ -956,9 +964,9 @@ def compute_goals(result: Result, args: argparse.Namespace) -> None:
         stairs_ms = median_ms(result, "7i", case, "stairs")
         mig = counter(result, "7i", case, "stairs", "migration_time")
         moves = counter(result, "7i", case, "stairs", "migrations") or 0
-        greedy = counter(result, "7i", case, "stairs-greedy", "first_migration_fraction")
+        greedy = counter(result, "7i", case, "stairs-greedy", "largest_migration_fraction")
         also = ("" if greedy is None else
-                f"; greedy: first migration after {100 * greedy:.0f}% of the tuples routed")
+                f"; greedy: largest migration after {100 * greedy:.0f}% of the tuples routed")
         if stairs_ms is None or mig is None or not moves:
             goal(result, "7", "migration <= 10% of STAIRs' time", None,
                  ("STAIRs made no migration" if moves == 0 else "no migration time")
@@ -967,13 +975,15 @@ def compute_goals(result: Result, args: argparse.Namespace) -> None:
             goal(result, "7", "migration <= 10% of STAIRs' time", mig <= 0.1 * stairs_ms,
                  f"{100 * mig / stairs_ms:.1f}% ({mig:.1f} of {stairs_ms:.1f} ms, "
                  f"{moves} migrations)")
-        frac = counter(result, "7i", case, "stairs", "first_migration_fraction")
+        frac = counter(result, "7i", case, "stairs", "largest_migration_fraction")
+        first = counter(result, "7i", case, "stairs", "first_migration_fraction")
         if frac is None:
             goal(result, "7", "switch at 45-65% of orders seen", False if stairs_ms else None,
                  ("STAIRs made no migration" if stairs_ms else "STAIRs not measured") + also)
         else:
             goal(result, "7", "switch at 45-65% of orders seen", 0.45 <= frac <= 0.65,
-                 f"first migration after {100 * frac:.0f}% of the tuples routed" + also)
+                 f"largest migration after {100 * frac:.0f}% of the tuples routed "
+                 f"(first after {100 * first:.0f}%)" + also)
         ratio_goal("SteMs slower than STAIRs", "stems", "stairs", lambda r: r > 1.0)
     if "8" in args.figures:
         shj = figure8_pairs(result, "shj")
@@ -1232,6 +1242,11 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--policy", default="rank",
                     help="eddy.routing_policy of the adaptive configurations (default: rank; "
                          f"e.g. {', '.join(POLICIES)})")
+    ap.add_argument("--fig7-policy", default="cumulative",
+                    help="eddy.routing_policy of Figure 7's adaptive configurations (default: "
+                         "cumulative, the paper's: its estimates make the paper's routing "
+                         "mistake while lineitem's predicate passes nothing, and correct it "
+                         "when it starts to pass; under rank the two joins of orders tie)")
     ap.add_argument("--shj-sources", choices=SHJ_SOURCES, default="same",
                     help="Figure 8's static SHJ reads its sources as the eddies do (same: "
                          "the proportional schedule, the setup's rates and initial delays; "
@@ -1294,8 +1309,9 @@ def main(argv: list[str] | None = None) -> int:
         "Figures 7 and 9's static SHJs read their inputs alternately.",
         "Figure 8's eddies start from the planner's estimates, not from the random plan "
         "that the SHJ is forced to.",
-        "Figure 7's switch point is the first migration's position among all tuples "
-        "routed (under the proportional schedule every source is read at the same pace).",
+        "Figure 7's switch point is the position among all tuples routed of the "
+        "migration that moved the most tuples (under the proportional schedule every "
+        "source is read at the same pace).",
     ]
     t0 = time.monotonic()
 
@@ -1314,7 +1330,7 @@ def main(argv: list[str] | None = None) -> int:
             result.environment = environment(conn)
             run_figures(conn, args, result, progress)
     except ConfigUnavailable as e:
-        print(f"experiments: --policy {args.policy}: {e}", file=sys.stderr)
+        print(f"experiments: routing policy {e}", file=sys.stderr)
         return 2
     except psycopg.Error as e:
         print(f"experiments: database error: {first_line(e)}", file=sys.stderr)
