@@ -302,7 +302,7 @@ def test_cumulative_makes_the_papers_mistake_and_corrects_it_once(eddy_conn):
     eddy_conn.execute(FIG7)
     eddies = eddies_under(eddy_conn, FIG7_QUERY, "migration", ("off", "greedy", "guarded"),
                           routing_policy="cumulative", source_schedule="proportional",
-                          selection_min_cost=0)
+                          selection_min_cost="0")
     (to_el,) = [op for op in eddies["off"]["Operators"]
                 if op.get("Join Condition") == "(eo.id = el.oid)"]
     (eo_side,) = [st for st in to_el["STAIRs"] if st["STAIR"] == "eo.id"]
@@ -325,7 +325,7 @@ def test_a_hold_keeps_the_mistake_the_first_observations_made(eddy_conn):
     eddy_conn.execute(FIG7)
     eddies = eddies_under(eddy_conn, FIG7_QUERY, "routing_hold", ("eo=30",),
                           routing_policy="cumulative", source_schedule="proportional",
-                          selection_min_cost=0, migration="guarded")
+                          selection_min_cost="0", migration="guarded")
     eddy = eddies["eo=30"]
     released = eddy["Hold Released At"]
     assert 0.2 <= released / eddy["Tuples Routed"] <= 0.4, eddy
