@@ -232,15 +232,25 @@ def test_statement_timeout_interrupts_migrations(eddy_conn):
     assert conn.execute("SELECT 1").fetchone() == (1,)
 
 
-DRIFT = """
-CREATE TABLE dc AS SELECT g AS id, g % 20 AS nat FROM generate_series(0, 999) g;
-CREATE TABLE do_ AS SELECT g AS id, (g * 7919) % 1000 AS cid FROM generate_series(0, 19999) g;
-CREATE TABLE dl AS SELECT (g::bigint * 104729 % 20000)::int AS oid, g AS d
+def drift(c: str, o: str, li: str, customers: int, groups: int) -> tuple[str, str]:
+    """The STAIRs paper's Figure 7 in small: tables c (customers rows, one
+    in ``groups`` passing nat = 1), o (20,000 rows, each with a c partner)
+    and li (80,000 rows in d order, four per o row, passing d >= 40,000 from
+    halfway on); the schema and the query."""
+    schema = f"""
+CREATE TABLE {c} AS SELECT g AS id, g % {groups} AS nat FROM generate_series(0, {customers - 1}) g;
+CREATE TABLE {o} AS SELECT g AS id, (g * 7919) % {customers} AS cid
+FROM generate_series(0, 19999) g;
+CREATE TABLE {li} AS SELECT (g::bigint * 104729 % 20000)::int AS oid, g AS d
 FROM generate_series(0, 79999) g ORDER BY g;
-ANALYZE dc; ANALYZE do_; ANALYZE dl;
+ANALYZE {c}; ANALYZE {o}; ANALYZE {li};
 """
-DRIFT_QUERY = ("SELECT count(*), sum(dl.d) FROM dc JOIN do_ ON do_.cid = dc.id "
-               "JOIN dl ON dl.oid = do_.id WHERE dc.nat = 1 AND dl.d >= 40000")
+    query = (f"SELECT count(*), sum({li}.d) FROM {c} JOIN {o} ON {o}.cid = {c}.id "
+             f"JOIN {li} ON {li}.oid = {o}.id WHERE {c}.nat = 1 AND {li}.d >= 40000")
+    return schema, query
+
+
+DRIFT, DRIFT_QUERY = drift("dc", "do_", "dl", customers=1000, groups=20)
 
 
 def test_guarded_moves_state_the_routing_left_behind(eddy_conn):
@@ -266,18 +276,9 @@ def test_guarded_moves_state_the_routing_left_behind(eddy_conn):
     assert conn.execute(DRIFT_QUERY).fetchall() == want
 
 
-# Figure 7's selectivities in small: 0.4% of ec passes (TPC-H's customer
-# predicates pass 0.36%), and el's predicate passes nothing until d reaches
-# 40,000, then everything
-FIG7 = """
-CREATE TABLE ec AS SELECT g AS id, g % 250 AS nat FROM generate_series(0, 9999) g;
-CREATE TABLE eo AS SELECT g AS id, (g * 7919) % 10000 AS cid FROM generate_series(0, 19999) g;
-CREATE TABLE el AS SELECT (g::bigint * 104729 % 20000)::int AS oid, g AS d
-FROM generate_series(0, 79999) g ORDER BY g;
-ANALYZE ec; ANALYZE eo; ANALYZE el;
-"""
-FIG7_QUERY = ("SELECT count(*), sum(el.d) FROM ec JOIN eo ON eo.cid = ec.id "
-              "JOIN el ON el.oid = eo.id WHERE ec.nat = 1 AND el.d >= 40000")
+# Figure 7's selectivities: 0.4% of ec passes (TPC-H's customer predicates
+# pass 0.36%)
+FIG7, FIG7_QUERY = drift("ec", "eo", "el", customers=10000, groups=250)
 
 
 def largest_move_at(eddy: dict) -> float:

@@ -207,11 +207,17 @@ stats_cost(EddyModuleStats *st)
 	return Max(cost, 1.0);
 }
 
+/* Observed ratio, the planner's standing in with the weight of prior tuples */
+static double
+ratio_with_prior(EddyModuleStats *st, double prior)
+{
+	return (st->w_out + prior * st->prior_ratio) / (st->w_in + prior);
+}
+
 static double
 stats_ratio(EddyModuleStats *st)
 {
-	return (st->w_out + EDDY_PRIOR_TUPLES * st->prior_ratio) /
-		(st->w_in + EDDY_PRIOR_TUPLES);
+	return ratio_with_prior(st, EDDY_PRIOR_TUPLES);
 }
 
 /*
@@ -233,8 +239,7 @@ stats_ratio(EddyModuleStats *st)
 static double
 cumulative_ratio(EddyRouter *router, EddyModuleStats *st)
 {
-	return (st->w_out + router->prior_weight * st->prior_ratio) /
-		(st->w_in + router->prior_weight);
+	return ratio_with_prior(st, router->prior_weight);
 }
 
 /* Fold the counters gathered since the last call into decayed statistics. */
