@@ -11,6 +11,19 @@
  * source provides into a transient row.  A lossy index (xs_recheck) has its
  * keys rechecked with the join operators.
  *
+ * An index semi or anti join (end 1 is the inner relation of a semi or
+ * anti join, plan_join.c) decides at once, in route: it reads the index's
+ * matches until one, joined, passes the inner qual (the join's other
+ * clauses, ExecQual semantics).  A semi join passes that joined tuple on
+ * (nothing above reads end 1's columns); an anti join drops the tuple if
+ * there is one, and otherwise passes it on joined with a row of NULLs, as
+ * it does a tuple whose key is NULL (it matches nothing).  Either way one
+ * tuple in, at most one out, whatever the duplicates in end 1.  Without
+ * an inner qual only the existence of a visible match counts, and it is
+ * found as an index-only scan finds it: a match on a page the visibility
+ * map says is all visible needs no heap fetch (nodeIndexonlyscan.c), and
+ * the joined row is one of NULLs, since nothing reads it.
+ *
  *-------------------------------------------------------------------------
  */
 #include "exec.h"
@@ -18,7 +31,10 @@
 #include "access/genam.h"
 #include "access/relscan.h"
 #include "access/tableam.h"
+#include "access/visibilitymap.h"
 #include "miscadmin.h"
+#include "storage/bufmgr.h"
+#include "storage/predicate.h"
 #include "utils/lsyscache.h"
 #include "utils/ruleutils.h"
 
@@ -31,11 +47,18 @@ typedef struct EddyIndexJoin
 	IndexScanDesc scan;
 	ScanKey		skeys;			/* in index column order */
 	int		   *skey_of_key;	/* key k's scan key */
+	JoinType	jointype;		/* JOIN_INNER, JOIN_SEMI or JOIN_ANTI */
+	EddyPredicate inner_qual;	/* semi/anti: the join's other clauses */
+	bool		has_inner_qual;
+	Expr	   *inner_expr;		/* for EXPLAIN */
+	Buffer		vmbuffer;		/* semi/anti without an inner qual */
+	uint64		heap_fetches;	/* ... matches checked in the heap */
 } EddyIndexJoin;
 
 static EddyTuple *indexjoin_route(EddyState *es, EddyModule *m, int dir,
 								  EddyTuple *t);
 static EddyTuple *indexjoin_next(EddyState *es, EddyFrame *f);
+static EddyTuple *indexjoin_fetch(EddyState *es, EddyIndexJoin *ij, EddyTuple *t);
 static void indexjoin_end(EddyState *es, EddyModule *m);
 static void indexjoin_explain(EddyState *es, EddyModule *m, List *context,
 							  bool useprefix, ExplainState *xs);
@@ -71,6 +94,14 @@ EddyIndexJoinBegin(EddyState *es, List *desc, int index)
 	Assert(inner->method == EDDY_SOURCE_INDEX);
 
 	ij->indexoid = (Oid) intVal(list_nth(desc, EddyJoinIndexOid));
+	ij->jointype = (JoinType) intVal(list_nth(desc, EddyJoinType));
+	if (intVal(list_nth(desc, EddyJoinInnerQual)) >= 0)
+	{
+		ij->inner_expr = list_nth(cscan->custom_exprs,
+								  intVal(list_nth(desc, EddyJoinInnerQual)));
+		EddyPredicateInit(&ij->inner_qual, ij->inner_expr, &es->css.ss.ps);
+		ij->has_inner_qual = true;
+	}
 	ij->index = index_open(ij->indexoid, AccessShareLock);
 	ij->skeys = palloc0(sizeof(ScanKeyData) * Max(ends->nkeys, 1));
 	for (k = 0; k < ends->nkeys; k++)
@@ -120,7 +151,146 @@ EddyIndexJoinBegin(EddyState *es, List *desc, int index)
 	return m;
 }
 
-/* Start an index scan with t's keys; its matches come from the frame */
+/* t joined with end 1's row, which the module has done */
+static EddyTuple *
+joined(EddyState *es, EddyModule *m, EddyTuple *t, int rel, EddyRow *row)
+{
+	EddyTuple  *r = EddyTupleAlloc(es, &es->transient);
+
+	r->spans = t->spans | (1u << rel);
+	r->done = t->done | (UINT64CONST(1) << m->index);
+	memcpy(r->rows, t->rows, sizeof(EddyRow *) * es->nsources);
+	r->rows[rel] = row;
+	return r;
+}
+
+/*
+ * Is there a visible match of the index scan under way (an inner qual-less
+ * semi or anti join)?  As an index-only scan: no heap fetch for a match on
+ * an all-visible page.
+ */
+static bool
+semijoin_exists(EddyState *es, EddyIndexJoin *ij)
+{
+	EddyJoinSpec *ends = &ij->ends;
+	EddySource *src = &es->sources[ends->rel[1]];
+	TupleTableSlot *heapslot = src->heapslot;
+	ItemPointer tid;
+
+	while ((tid = index_getnext_tid(ij->scan, ForwardScanDirection)) != NULL)
+	{
+		CHECK_FOR_INTERRUPTS();
+		if (!ij->scan->xs_recheck &&
+			VM_ALL_VISIBLE(ij->scan->heapRelation, ItemPointerGetBlockNumber(tid),
+						   &ij->vmbuffer))
+		{
+			PredicateLockPage(ij->scan->heapRelation, ItemPointerGetBlockNumber(tid),
+							  es->css.ss.ps.state->es_snapshot);
+			return true;
+		}
+		ij->heap_fetches++;
+		if (!index_fetch_heap(ij->scan, heapslot))
+			continue;			/* no visible version */
+		if (ij->scan->xs_recheck)
+		{
+			bool		match = true;
+			int			k;
+
+			slot_getsomeattrs(heapslot, src->max_attno);
+			for (k = 0; k < ends->nkeys && match; k++)
+			{
+				int			col = ends->keycol[1][k];
+
+				if (col < 0 || heapslot->tts_isnull[src->attnos[col] - 1])
+					match = false;
+				else
+					match = DatumGetBool(FunctionCall2Coll(&ends->keys.eq[k],
+														   ends->keys.collations[k],
+														   ij->skeys[ij->skey_of_key[k]].sk_argument,
+														   heapslot->tts_values[src->attnos[col] - 1]));
+			}
+			ExecClearTuple(heapslot);
+			if (!match)
+				continue;
+		}
+		ExecClearTuple(heapslot);
+		return true;
+	}
+	return false;
+}
+
+/* t joined with a row of NULLs for end 1 */
+static EddyTuple *
+joined_nulls(EddyState *es, EddyIndexJoin *ij, EddyTuple *t)
+{
+	EddySource *src = &es->sources[ij->ends.rel[1]];
+	Datum	   *values = es->fetch_values;
+	bool	   *isnull = es->fetch_isnull;
+	int			c;
+
+	for (c = 0; c < src->ncols; c++)
+	{
+		values[c] = (Datum) 0;
+		isnull[c] = true;
+	}
+	return joined(es, &ij->module, t, ij->ends.rel[1],
+				  EddyRowMake(&es->transient, src, values, isnull, true));
+}
+
+/* Semi or anti join: t joined with its first match, with NULLs, or NULL */
+static EddyTuple *
+semijoin_decide(EddyState *es, EddyIndexJoin *ij, EddyTuple *t, bool keyed)
+{
+	EddyModule *m = &ij->module;
+	EddyTuple  *r = NULL;
+
+	if (!ij->has_inner_qual)
+	{
+		bool		found = keyed && semijoin_exists(es, ij);
+
+		if (found != (ij->jointype == JOIN_SEMI))
+			return NULL;
+		m->stats[0].out++;
+		return joined_nulls(es, ij, t);
+	}
+	while (keyed && (r = indexjoin_fetch(es, ij, t)) != NULL)
+	{
+		ExprContext *econtext;
+		MemoryContext oldcontext;
+		bool		pass;
+
+		if (!ij->has_inner_qual)
+			break;
+		econtext = es->css.ss.ps.ps_ExprContext;
+		EddyTupleFillSlot(es, r);
+		econtext->ecxt_scantuple = es->wide;
+		ResetExprContext(econtext);
+		oldcontext = MemoryContextSwitchTo(econtext->ecxt_per_tuple_memory);
+		pass = EddyPredicateEval(&ij->inner_qual, econtext);
+		MemoryContextSwitchTo(oldcontext);
+		if (pass)
+			break;
+	}
+	if (ij->jointype == JOIN_SEMI)
+	{
+		if (r == NULL)
+			return NULL;
+		r->done |= UINT64CONST(1) << m->index;
+	}
+	else
+	{
+		if (r != NULL)
+			return NULL;
+		r = joined_nulls(es, ij, t);
+	}
+	m->stats[0].out++;
+	return r;
+}
+
+/*
+ * Start an index scan with t's keys; its matches come from the frame (an
+ * inner join), or decide at once (semi, anti).
+ */
 static EddyTuple *
 indexjoin_route(EddyState *es, EddyModule *m, int dir, EddyTuple *t)
 {
@@ -132,10 +302,15 @@ indexjoin_route(EddyState *es, EddyModule *m, int dir, EddyTuple *t)
 	Assert(dir == 0);
 	m->stats[0].pairs += Max(ends->est_rows[1], 1.0);	/* pairs examined */
 	if (!EddyJoinKeys(es, ends, 0, t, keys, &es->transient))
-		return NULL;			/* a NULL key matches nothing */
+	{
+		/* a NULL key matches nothing */
+		return ij->jointype == JOIN_INNER ? NULL : semijoin_decide(es, ij, t, false);
+	}
 	for (k = 0; k < ends->nkeys; k++)
 		ij->skeys[ij->skey_of_key[k]].sk_argument = keys[k];
 	index_rescan(ij->scan, ij->skeys, ends->nkeys, NULL, 0);
+	if (ij->jointype != JOIN_INNER)
+		return semijoin_decide(es, ij, t, true);
 	EddyPushFrame(es, m, 0, t);
 	return NULL;
 }
@@ -145,6 +320,17 @@ static EddyTuple *
 indexjoin_next(EddyState *es, EddyFrame *f)
 {
 	EddyIndexJoin *ij = (EddyIndexJoin *) f->module;
+	EddyTuple  *r = indexjoin_fetch(es, ij, f->probe);
+
+	if (r != NULL)
+		f->module->stats[0].out++;
+	return r;
+}
+
+/* The next heap tuple the module's index scan finds, joined with t, or NULL */
+static EddyTuple *
+indexjoin_fetch(EddyState *es, EddyIndexJoin *ij, EddyTuple *t)
+{
 	EddyJoinSpec *ends = &ij->ends;
 	EddySource *src = &es->sources[ends->rel[1]];
 	TupleTableSlot *heapslot = src->heapslot;
@@ -153,7 +339,6 @@ indexjoin_next(EddyState *es, EddyFrame *f)
 	{
 		Datum	   *values = es->fetch_values;
 		bool	   *isnull = es->fetch_isnull;
-		EddyTuple  *r;
 		int			c;
 
 		CHECK_FOR_INTERRUPTS();
@@ -183,13 +368,17 @@ indexjoin_next(EddyState *es, EddyFrame *f)
 			values[c] = heapslot->tts_values[src->attnos[c] - 1];
 			isnull[c] = heapslot->tts_isnull[src->attnos[c] - 1];
 		}
-		r = EddyTupleAlloc(es, &es->transient);
-		r->spans = f->probe->spans | (1u << ends->rel[1]);
-		r->done = f->probe->done | (UINT64CONST(1) << f->module->index);
-		memcpy(r->rows, f->probe->rows, sizeof(EddyRow *) * es->nsources);
-		r->rows[ends->rel[1]] = EddyRowMake(&es->transient, src, values, isnull, true);
-		f->module->stats[0].out++;
-		return r;
+		if (ij->jointype == JOIN_INNER)
+			return joined(es, &ij->module, t, ends->rel[1],
+						  EddyRowMake(&es->transient, src, values, isnull, true));
+		/* semi/anti: the module is done once it decides (semijoin_decide) */
+		{
+			EddyTuple  *r = joined(es, &ij->module, t, ends->rel[1],
+								   EddyRowMake(&es->transient, src, values, isnull, true));
+
+			r->done = t->done;
+			return r;
+		}
 	}
 	return NULL;
 }
@@ -199,6 +388,11 @@ indexjoin_end(EddyState *es, EddyModule *m)
 {
 	EddyIndexJoin *ij = (EddyIndexJoin *) m;
 
+	if (BufferIsValid(ij->vmbuffer))
+	{
+		ReleaseBuffer(ij->vmbuffer);
+		ij->vmbuffer = InvalidBuffer;
+	}
 	index_endscan(ij->scan);
 	index_close(ij->index, AccessShareLock);
 }
@@ -212,16 +406,31 @@ indexjoin_explain(EddyState *es, EddyModule *m, List *context, bool useprefix,
 	char	   *index_name = get_rel_name(ij->indexoid);
 	char	   *index_rel = get_rel_name(es->sources[ij->ends.rel[1]].heapoid);
 
+	const char *label = ij->jointype == JOIN_SEMI ? "Index Semi Join" :
+		ij->jointype == JOIN_ANTI ? "Index Anti Join" : "Index Join";
+	char	   *inner = ij->inner_expr == NULL ? NULL :
+		deparse_expression((Node *) ij->inner_expr, context, useprefix, false);
+
 	if (xs->format == EXPLAIN_FORMAT_TEXT)
-		EddyExplainLine(xs, "Index Join %d: %s using %s on %s", m->index + 1,
-						expr, index_name, index_rel);
+	{
+		if (inner != NULL)
+			EddyExplainLine(xs, "%s %d: %s using %s on %s, where %s", label,
+							m->index + 1, expr, index_name, index_rel, inner);
+		else
+			EddyExplainLine(xs, "%s %d: %s using %s on %s", label, m->index + 1,
+							expr, index_name, index_rel);
+	}
 	else
 	{
-		ExplainPropertyText("Operator Type", "Index Join", xs);
+		ExplainPropertyText("Operator Type", label, xs);
 		ExplainPropertyInteger("Operator Number", NULL, m->index + 1, xs);
 		ExplainPropertyText("Join Condition", expr, xs);
 		ExplainPropertyText("Index Name", index_name, xs);
 		ExplainPropertyText("Relation Name", index_rel, xs);
+		if (inner != NULL)
+			ExplainPropertyText("Join Filter", inner, xs);
 	}
 	EddyExplainCounters(es, m, -1, xs);
+	if (xs->analyze && ij->jointype != JOIN_INNER && !ij->has_inner_qual)
+		ExplainPropertyUInteger("Heap Fetches", NULL, ij->heap_fetches, xs);
 }

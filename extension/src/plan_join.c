@@ -5,8 +5,9 @@
  *	  Eddy CustomScan that routes tuples through them.
  *
  * planner.c calls EddyCreateJoinPath for the final relation of a join
- * search whose relations are all inner-joined base relations, after
- * PostgreSQL has planned it.  We read PostgreSQL's cheapest plan for three
+ * search whose relations are all inner-joined base relations, or the one
+ * inner relation of a semi or anti join (made an index semi or anti join:
+ * "Semi and anti joins" below), after PostgreSQL has planned it.  We read PostgreSQL's cheapest plan for three
  * things:
  *
  *	 - the join clauses it enforces (every JoinPath's joinrestrictinfo and
@@ -151,6 +152,11 @@ typedef struct EddyJoinPath
 	List	   *clause_order;	/* the clauses in PostgreSQL's evaluation order */
 	List	   *reading_order;	/* Integers: the order the eddy reads in */
 	double		est_state;		/* estimated join state, bytes */
+	/* per relation: semi and anti joins ("Semi and anti joins" below) */
+	JoinType   *jointype;		/* JOIN_SEMI/ANTI: their inner relation */
+	SpecialJoinInfo **sjinfo;	/* its special join */
+	int		   *semi_from;		/* the one relation its clauses read */
+	List	  **inner_quals;	/* its clauses other than the index's keys */
 } EddyJoinPath;
 
 static Plan *eddy_plan_join_path(PlannerInfo *root, RelOptInfo *rel,
@@ -618,6 +624,187 @@ rel_index_joinable(PlannerInfo *root, EddyJoinPath *jp, int i)
 	return true;
 }
 
+/* ----------------------------------------------------------------
+ *		Semi and anti joins
+ *
+ * A semi or anti join (EXISTS, IN, NOT EXISTS pulled up) whose inner side
+ * is one relation s, whose clauses read s and one other relation a, and
+ * which PostgreSQL makes as an index nested loop into s (join_method =
+ * auto; any usable index under join_method = index) becomes an index semi
+ * or anti join module (mod_indexjoin.c): a tuple spanning a probes s's
+ * index and passes on once if a match passes the join's other clauses
+ * (semi), or if none does (anti).  Every clause that reads s, s's own
+ * restrictions and the anti join's clauses over a alone (required_relids
+ * holds s) are the module's inner qual, evaluated on each match, never
+ * selections.  The module filters a's rows by a condition on a's row
+ * alone, so it commutes with the block's inner joins and the other semi
+ * and anti joins (whose clauses read no inner relation of another: their
+ * minimal sides would hold it, EddySemiJoinRel), and the eddy may route it
+ * anywhere after a; the tuple it passes on spans s with a match's row
+ * (semi) or a row of NULLs (anti), which nothing above reads.  A clause
+ * pushed down above an anti join that reads its inner relation (a WHERE
+ * "s.x IS NULL" that made a left join an anti join) is not supported.
+ * ----------------------------------------------------------------
+ */
+
+/*
+ * The relid of the inner relation of a semi or anti join the eddy can make
+ * an index semi or anti join into, or 0: the join's inner side, minimal
+ * and syntactic, is that one relation, and no other special join has it
+ * on its inner side or needs it on its outer side.
+ */
+Index
+EddySemiJoinRel(PlannerInfo *root, SpecialJoinInfo *sjinfo)
+{
+	int			relid;
+	ListCell   *lc;
+
+	if (sjinfo->jointype != JOIN_SEMI && sjinfo->jointype != JOIN_ANTI)
+		return 0;
+	if (!bms_get_singleton_member(sjinfo->min_righthand, &relid) ||
+		!bms_equal(sjinfo->min_righthand, sjinfo->syn_righthand))
+		return 0;
+	foreach(lc, root->join_info_list)
+	{
+		SpecialJoinInfo *other = lfirst(lc);
+
+		if (other == sjinfo)
+			continue;
+		if (bms_is_member(relid, other->min_lefthand) ||
+			bms_is_member(relid, other->min_righthand) ||
+			bms_is_member(relid, other->syn_righthand))
+			return 0;
+	}
+	return (Index) relid;
+}
+
+/*
+ * Find the block's semi and anti joins (jp->jointype, jp->sjinfo) and take
+ * the clauses that read their inner relations out of *clauses: the key
+ * equalities between a and s stay (they make the edge the module's index
+ * uses), the others go to jp->inner_quals[s].  False, with the reason at
+ * DEBUG1, when a semi or anti join does not have the shape the module
+ * needs.
+ */
+static bool
+semi_join_clauses(PlannerInfo *root, EddyJoinPath *jp, RelOptInfo *joinrel,
+				  List **clauses)
+{
+	ListCell   *lc;
+	int			s;
+
+	foreach(lc, root->join_info_list)
+	{
+		SpecialJoinInfo *sjinfo = lfirst(lc);
+		Index		relid = EddySemiJoinRel(root, sjinfo);
+
+		if (relid == 0 || (s = rel_index(jp, relid)) < 0)
+			continue;
+		if (!bms_is_subset(sjinfo->min_lefthand, joinrel->relids))
+		{
+			elog(DEBUG1, "eddy: join block not used: a semi or anti join reaches outside the block");
+			return false;
+		}
+		jp->jointype[s] = sjinfo->jointype;
+		jp->sjinfo[s] = sjinfo;
+	}
+	for (s = 0; s < jp->nrels; s++)
+	{
+		Index		relid = jp->rels[s]->relid;
+		const char *what = jp->jointype[s] == JOIN_ANTI ? "anti" : "semi";
+		List	   *keep = NIL;
+		int			a = -1;
+
+		if (jp->jointype[s] == JOIN_INNER)
+			continue;
+		foreach(lc, *clauses)
+		{
+			RestrictInfo *rinfo = lfirst_node(RestrictInfo, lc);
+			uint32		other;
+			int			l,
+						r;
+
+			if (!bms_is_member(relid, rinfo->required_relids) &&
+				!bms_is_member(relid, rinfo->clause_relids))
+			{
+				keep = lappend(keep, rinfo);
+				continue;
+			}
+			if (jp->jointype[s] == JOIN_ANTI && rinfo->is_pushed_down)
+			{
+				elog(DEBUG1, "eddy: join block not used: a condition above an anti join reads its inner relation");
+				return false;
+			}
+			other = (rel_mask(jp, rinfo->required_relids) |
+					 rel_mask(jp, rinfo->clause_relids)) & ~(1u << s);
+			if (other != 0 && ((other & (other - 1)) != 0 ||
+							   (a >= 0 && other != (1u << a))))
+			{
+				elog(DEBUG1, "eddy: join block not used: the clauses of a %s join read more than one relation besides its inner one", what);
+				return false;
+			}
+			if (other != 0)
+				a = ffs(other) - 1;
+			if (other != 0 && is_key_clause(jp, rinfo, &l, &r))
+				keep = lappend(keep, rinfo);	/* a key of the edge (a, s) */
+			else
+				jp->inner_quals[s] = lappend(jp->inner_quals[s], rinfo);
+		}
+		if (a < 0)
+		{
+			elog(DEBUG1, "eddy: join block not used: a %s join has no join clause", what);
+			return false;
+		}
+		jp->semi_from[s] = a;
+		*clauses = keep;
+	}
+	return true;
+}
+
+/*
+ * The edge into each semi or anti join's inner relation must be an index
+ * join into it: the index PostgreSQL's nested loop probes (join_method =
+ * auto, mark_nestloop_index_joins), or, under join_method = index, the
+ * first usable one.  Such an edge is chosen first for the tree (it is the
+ * relation's only edge).  False, with the reason at DEBUG1, where there
+ * is none: PostgreSQL's hash or merge semi join stays.
+ */
+static bool
+semi_join_edges(PlannerInfo *root, EddyJoinPath *jp, List *candidates)
+{
+	int			s;
+
+	for (s = 0; s < jp->nrels; s++)
+	{
+		JoinEdge   *e;
+
+		if (jp->jointype[s] == JOIN_INNER)
+			continue;
+		e = find_edge(candidates, jp->semi_from[s], s);
+		if (e != NULL && e->index_into != s)
+			e->index_into = -1;
+		if (e != NULL && e->index_into < 0 && eddy_join_method == EDDY_JOIN_INDEX &&
+			rel_index_joinable(root, jp, s))
+		{
+			ListCell   *lc;
+
+			foreach(lc, jp->rels[s]->indexlist)
+				if (edge_index_usable(jp, e, s, lfirst(lc)))
+					break;
+		}
+		if (e == NULL || e->index_into != s)
+		{
+			elog(DEBUG1, "eddy: join block not used: PostgreSQL makes its %s join into relation \"%s\" by hashing or merging, and the eddy has only index %s joins",
+				 jp->jointype[s] == JOIN_ANTI ? "anti" : "semi",
+				 get_rel_name(planner_rt_fetch(jp->rels[s]->relid, root)->relid),
+				 jp->jointype[s] == JOIN_ANTI ? "anti" : "semi");
+			return false;
+		}
+		e->from_nestloop = true;
+	}
+	return true;
+}
+
 static int
 edge_selectivity_cmp(const ListCell *a, const ListCell *b)
 {
@@ -978,6 +1165,21 @@ index_joined_relations(PlannerInfo *root, EddyJoinPath *jp, List *edges,
 		if (e->index_into < 0)
 			continue;
 		jp->scanned[e->index_into] = false;
+		if (jp->jointype[e->index_into] != JOIN_INNER)
+		{
+			/* a semi or anti join's: all in its inner qual */
+			int			s = e->index_into;
+			List	   *quals = list_copy(jp->rels[s]->baserestrictinfo);
+
+			foreach(lc2, e->clauses)
+			{
+				if (!list_member_ptr(e->index_clauses, lfirst(lc2)))
+					quals = lappend(quals, lfirst(lc2));
+			}
+			jp->inner_quals[s] = EddyOrderQualClauses(root,
+													  list_concat(quals, jp->inner_quals[s]));
+			continue;
+		}
 		foreach(lc2, e->clauses)
 		{
 			if (!list_member_ptr(e->index_clauses, lfirst(lc2)))
@@ -1050,6 +1252,12 @@ columns_and_source_paths(PlannerInfo *root, EddyJoinPath *jp, Path **children)
 
 			foreach(lc2, e->clauses)
 				vars = list_concat(vars, pull_var_clause((Node *) lfirst_node(RestrictInfo, lc2)->clause,
+														 PVC_INCLUDE_PLACEHOLDERS));
+		}
+		for (int s = 0; s < jp->nrels; s++)
+		{
+			foreach(lc, jp->inner_quals[s])
+				vars = list_concat(vars, pull_var_clause((Node *) lfirst_node(RestrictInfo, lc)->clause,
 														 PVC_INCLUDE_PLACEHOLDERS));
 		}
 		if (jp->scanned[i] && !inh)
@@ -1757,6 +1965,15 @@ EddyCreateJoinPath(PlannerInfo *root, RelOptInfo *joinrel, List *initial_rels,
 	jp->rels = palloc(sizeof(RelOptInfo *) * jp->nrels);
 	jp->scanned = palloc(sizeof(bool) * jp->nrels);
 	jp->targets = palloc0(sizeof(PathTarget *) * jp->nrels);
+	jp->jointype = palloc(sizeof(JoinType) * jp->nrels);
+	jp->sjinfo = palloc0(sizeof(SpecialJoinInfo *) * jp->nrels);
+	jp->semi_from = palloc(sizeof(int) * jp->nrels);
+	jp->inner_quals = palloc0(sizeof(List *) * jp->nrels);
+	for (i = 0; i < jp->nrels; i++)
+	{
+		jp->jointype[i] = JOIN_INNER;
+		jp->semi_from[i] = -1;
+	}
 	i = 0;
 	foreach(lc, initial_rels)
 		jp->rels[i++] = lfirst(lc);
@@ -1765,12 +1982,24 @@ EddyCreateJoinPath(PlannerInfo *root, RelOptInfo *joinrel, List *initial_rels,
 
 	clauses = collect_clauses_and_order(root, jp, joinrel->cheapest_total_path,
 										&nestloops, &preferred);
+	if (!semi_join_clauses(root, jp, joinrel, &clauses))
+		return NULL;
 	candidates = classify_clauses(jp, clauses, preferred, &selections);
 	mark_nestloop_index_joins(root, jp, candidates, nestloops);
+	if (!semi_join_edges(root, jp, candidates))
+		return NULL;
 	jp->edges = choose_spanning_tree(root, jp, candidates, incoming, &selections);
 	choose_index_joins(root, jp, jp->edges, incoming);
 	index_joined_relations(root, jp, jp->edges, &selections);
 	jp->selections = selections;
+	for (i = 0; i < jp->nrels; i++)
+	{
+		if (jp->jointype[i] != JOIN_INNER && jp->scanned[i])
+		{
+			elog(DEBUG1, "eddy: join block not used: the inner relation of a semi or anti join is not reached through an index");
+			return NULL;
+		}
+	}
 
 	if (eddy_join_method == EDDY_JOIN_AUTO)
 	{
@@ -2172,6 +2401,34 @@ make_join_modules(PlannerInfo *root, EddyJoinPath *jp, List **scan_quals,
 		items[EddyJoinIndexOid] = EddyPrivateOid(index_join ? e->index->indexoid : InvalidOid);
 		items[EddyJoinIndexCols] = (Node *) (index_join ?
 											 EddyPrivateIntegers(e->index_cols) : NIL);
+		items[EddyJoinType] = (Node *) makeInteger(index_join ? jp->jointype[side1] : JOIN_INNER);
+		items[EddyJoinInnerQual] = (Node *) makeInteger(-1);
+		if (index_join && jp->jointype[side1] != JOIN_INNER)
+		{
+			SpecialJoinInfo *sjinfo = jp->sjinfo[side1];
+			List	   *quals = jp->inner_quals[side1];
+			Selectivity sel;
+
+			if (quals != NIL)
+			{
+				ListCell   *lc3;
+				List	   *conds = NIL;
+
+				foreach(lc3, quals)
+					conds = lappend(conds, lfirst_node(RestrictInfo, lc3)->clause);
+				items[EddyJoinInnerQual] = (Node *) makeInteger(list_length(*exprs));
+				*exprs = lappend(*exprs, make_ands_explicit(conds));
+			}
+			/* the fraction of end 0's tuples with a match, as PostgreSQL's */
+			sel = clauselist_selectivity(root, list_concat(list_copy(keyclauses), quals),
+										 0, JOIN_SEMI, sjinfo);
+			sel = Min(Max(sel, 0.0), 1.0);
+			items[EddyJoinEstRows] =
+				(Node *) list_make2(EddyPrivateFloat(jp->rels[side0]->rows),
+									EddyPrivateFloat(1.0));
+			items[EddyJoinEstSelectivity] =
+				EddyPrivateFloat(sjinfo->jointype == JOIN_ANTI ? 1.0 - sel : sel);
+		}
 		modules = lappend(modules, EddyPrivateList(items, EddyJoinNumItems));
 		k++;
 	}

@@ -371,7 +371,8 @@ eddy_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
 /*
  * Why the block joining initial_rels cannot be an eddy, or NULL if it can:
  * every relation must be a base relation of this query level, inner-joined
- * (no outer, semi or anti join touches the block), not the target of a
+ * or the single inner relation of a semi or anti join (EddySemiJoinRel; the
+ * eddy reaches it by an index semi or anti join, plan_join.c), not the target of a
  * data-modifying statement, with no row marks and no LATERAL references.
  */
 static const char *
@@ -390,11 +391,13 @@ eddy_join_unsupported_reason(PlannerInfo *root, RelOptInfo *joinrel,
 	{
 		SpecialJoinInfo *sjinfo = lfirst(lc);
 
-		if (bms_overlap(sjinfo->min_lefthand, joinrel->relids) ||
-			bms_overlap(sjinfo->min_righthand, joinrel->relids) ||
-			bms_overlap(sjinfo->syn_lefthand, joinrel->relids) ||
-			bms_overlap(sjinfo->syn_righthand, joinrel->relids))
-			return "the block has outer, semi or anti joins";
+		if (!bms_overlap(sjinfo->min_lefthand, joinrel->relids) &&
+			!bms_overlap(sjinfo->min_righthand, joinrel->relids) &&
+			!bms_overlap(sjinfo->syn_lefthand, joinrel->relids) &&
+			!bms_overlap(sjinfo->syn_righthand, joinrel->relids))
+			continue;
+		if (EddySemiJoinRel(root, sjinfo) == 0)
+			return "the block has outer joins, or semi or anti joins of more than one relation";
 	}
 	foreach(lc, initial_rels)
 	{

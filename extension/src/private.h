@@ -87,7 +87,9 @@ typedef enum EddySelectionPrivateIndex
 /*
  * A join module's description: an edge of the block's spanning tree
  * between the relation at end 0 and the one at end 1.  An index join
- * probes end 1's index with end 0's keys.
+ * probes end 1's index with end 0's keys; an index semi or anti join
+ * passes end 0's tuple on once if some match passes its inner qual (semi)
+ * or none does (anti).
  */
 typedef enum EddyJoinPrivateIndex
 {
@@ -114,6 +116,13 @@ typedef enum EddyJoinPrivateIndex
 								 * relation; HASH_JOIN: 0 */
 	EddyJoinIndexCols,			/* List of Integer: INDEX_JOIN: per key, its
 								 * index column (1-based); HASH_JOIN: NIL */
+	EddyJoinType,				/* Integer: JOIN_INNER; INDEX_JOIN also
+								 * JOIN_SEMI or JOIN_ANTI (end 1 is the semi
+								 * or anti join's inner relation) */
+	EddyJoinInnerQual,			/* Integer: JOIN_SEMI/ANTI: the join's other
+								 * clauses in custom_exprs, evaluated on each
+								 * index match joined (a match must pass
+								 * them), or -1 */
 	EddyJoinNumItems
 } EddyJoinPrivateIndex;
 
