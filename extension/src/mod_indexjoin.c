@@ -259,8 +259,6 @@ semijoin_decide(EddyState *es, EddyIndexJoin *ij, EddyTuple *t, bool keyed)
 		MemoryContext oldcontext;
 		bool		pass;
 
-		if (!ij->has_inner_qual)
-			break;
 		econtext = es->css.ss.ps.ps_ExprContext;
 		EddyTupleFillSlot(es, r);
 		econtext->ecxt_scantuple = es->wide;
