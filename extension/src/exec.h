@@ -487,6 +487,27 @@ extern EddyTuple *EddyTupleStore(EddyState *es, EddyTuple *t);
 extern EddyTuple *EddyTupleJoin(EddyState *es, EddyModule *m, EddyTuple *probe,
 								int rel, void *payload);
 extern void EddyTupleFillSlot(EddyState *es, EddyTuple *t);
+
+/*
+ * Evaluate a predicate on t's rows (the wide slot) with ExecQual semantics,
+ * in the per-tuple memory context: a selection's, or an index semi or anti
+ * join's inner qual on a match.
+ */
+static inline bool
+EddyPredicateOnTuple(EddyState *es, EddyPredicate *pred, EddyTuple *t)
+{
+	ExprContext *econtext = es->css.ss.ps.ps_ExprContext;
+	MemoryContext oldcontext;
+	bool		pass;
+
+	EddyTupleFillSlot(es, t);
+	econtext->ecxt_scantuple = es->wide;
+	ResetExprContext(econtext);
+	oldcontext = MemoryContextSwitchTo(econtext->ecxt_per_tuple_memory);
+	pass = EddyPredicateEval(pred, econtext);
+	MemoryContextSwitchTo(oldcontext);
+	return pass;
+}
 extern Datum EddyArenaDatumCopy(EddyArena *arena, Datum d, bool byval, int16 len);
 
 /* An eddy tuple; the caller sets every field, rows included */

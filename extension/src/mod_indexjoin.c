@@ -165,6 +165,30 @@ joined(EddyState *es, EddyModule *m, EddyTuple *t, int rel, EddyRow *row)
 }
 
 /*
+ * A lossy index's match (xs_recheck): do its keys equal the probe's under
+ * the join operators?  The heap slot is deformed up to src->max_attno.
+ */
+static bool
+keys_match(EddyIndexJoin *ij, EddySource *src, TupleTableSlot *heapslot)
+{
+	EddyJoinSpec *ends = &ij->ends;
+	int			k;
+
+	for (k = 0; k < ends->nkeys; k++)
+	{
+		int			col = ends->keycol[1][k];
+
+		if (col < 0 || heapslot->tts_isnull[src->attnos[col] - 1] ||
+			!DatumGetBool(FunctionCall2Coll(&ends->keys.eq[k],
+											ends->keys.collations[k],
+											ij->skeys[ij->skey_of_key[k]].sk_argument,
+											heapslot->tts_values[src->attnos[col] - 1])))
+			return false;
+	}
+	return true;
+}
+
+/*
  * Is there a visible match of the index scan under way (an inner qual-less
  * semi or anti join)?  As an index-only scan: no heap fetch for a match on
  * an all-visible page.
@@ -172,8 +196,7 @@ joined(EddyState *es, EddyModule *m, EddyTuple *t, int rel, EddyRow *row)
 static bool
 semijoin_exists(EddyState *es, EddyIndexJoin *ij)
 {
-	EddyJoinSpec *ends = &ij->ends;
-	EddySource *src = &es->sources[ends->rel[1]];
+	EddySource *src = &es->sources[ij->ends.rel[1]];
 	TupleTableSlot *heapslot = src->heapslot;
 	ItemPointer tid;
 
@@ -193,22 +216,10 @@ semijoin_exists(EddyState *es, EddyIndexJoin *ij)
 			continue;			/* no visible version */
 		if (ij->scan->xs_recheck)
 		{
-			bool		match = true;
-			int			k;
+			bool		match;
 
 			slot_getsomeattrs(heapslot, src->max_attno);
-			for (k = 0; k < ends->nkeys && match; k++)
-			{
-				int			col = ends->keycol[1][k];
-
-				if (col < 0 || heapslot->tts_isnull[src->attnos[col] - 1])
-					match = false;
-				else
-					match = DatumGetBool(FunctionCall2Coll(&ends->keys.eq[k],
-														   ends->keys.collations[k],
-														   ij->skeys[ij->skey_of_key[k]].sk_argument,
-														   heapslot->tts_values[src->attnos[col] - 1]));
-			}
+			match = keys_match(ij, src, heapslot);
 			ExecClearTuple(heapslot);
 			if (!match)
 				continue;
@@ -255,18 +266,7 @@ semijoin_decide(EddyState *es, EddyIndexJoin *ij, EddyTuple *t, bool keyed)
 	}
 	while (keyed && (r = indexjoin_fetch(es, ij, t)) != NULL)
 	{
-		ExprContext *econtext;
-		MemoryContext oldcontext;
-		bool		pass;
-
-		econtext = es->css.ss.ps.ps_ExprContext;
-		EddyTupleFillSlot(es, r);
-		econtext->ecxt_scantuple = es->wide;
-		ResetExprContext(econtext);
-		oldcontext = MemoryContextSwitchTo(econtext->ecxt_per_tuple_memory);
-		pass = EddyPredicateEval(&ij->inner_qual, econtext);
-		MemoryContextSwitchTo(oldcontext);
-		if (pass)
+		if (EddyPredicateOnTuple(es, &ij->inner_qual, r))
 			break;
 	}
 	if (ij->jointype == JOIN_SEMI)
@@ -337,46 +337,24 @@ indexjoin_fetch(EddyState *es, EddyIndexJoin *ij, EddyTuple *t)
 	{
 		Datum	   *values = es->fetch_values;
 		bool	   *isnull = es->fetch_isnull;
+		EddyTuple  *r;
 		int			c;
 
 		CHECK_FOR_INTERRUPTS();
 		slot_getsomeattrs(heapslot, src->max_attno);
-		if (ij->scan->xs_recheck)
-		{
-			bool		match = true;
-			int			k;
-
-			for (k = 0; k < ends->nkeys && match; k++)
-			{
-				int			col = ends->keycol[1][k];
-
-				if (col < 0 || heapslot->tts_isnull[src->attnos[col] - 1])
-					match = false;
-				else
-					match = DatumGetBool(FunctionCall2Coll(&ends->keys.eq[k],
-														   ends->keys.collations[k],
-														   ij->skeys[ij->skey_of_key[k]].sk_argument,
-														   heapslot->tts_values[src->attnos[col] - 1]));
-			}
-			if (!match)
-				continue;
-		}
+		if (ij->scan->xs_recheck && !keys_match(ij, src, heapslot))
+			continue;
 		for (c = 0; c < src->ncols; c++)
 		{
 			values[c] = heapslot->tts_values[src->attnos[c] - 1];
 			isnull[c] = heapslot->tts_isnull[src->attnos[c] - 1];
 		}
-		if (ij->jointype == JOIN_INNER)
-			return joined(es, &ij->module, t, ends->rel[1],
-						  EddyRowMake(&es->transient, src, values, isnull, true));
+		r = joined(es, &ij->module, t, ends->rel[1],
+				   EddyRowMake(&es->transient, src, values, isnull, true));
 		/* semi/anti: the module is done once it decides (semijoin_decide) */
-		{
-			EddyTuple  *r = joined(es, &ij->module, t, ends->rel[1],
-								   EddyRowMake(&es->transient, src, values, isnull, true));
-
+		if (ij->jointype != JOIN_INNER)
 			r->done = t->done;
-			return r;
-		}
+		return r;
 	}
 	return NULL;
 }

@@ -179,17 +179,8 @@ static EddyTuple *
 selection_route(EddyState *es, EddyModule *m, int dir, EddyTuple *t)
 {
 	EddySelection *sel = (EddySelection *) m;
-	ExprContext *econtext = es->css.ss.ps.ps_ExprContext;
-	MemoryContext oldcontext;
-	bool		pass;
 
-	EddyTupleFillSlot(es, t);
-	econtext->ecxt_scantuple = es->wide;
-	ResetExprContext(econtext);
-	oldcontext = MemoryContextSwitchTo(econtext->ecxt_per_tuple_memory);
-	pass = EddyPredicateEval(&sel->pred, econtext);
-	MemoryContextSwitchTo(oldcontext);
-	if (!pass)
+	if (!EddyPredicateOnTuple(es, &sel->pred, t))
 	{
 		InstrCountFiltered1(&es->css, 1);
 		return NULL;

@@ -256,3 +256,4 @@ EddyTupleFillSlot(EddyState *es, EddyTuple *t)
 	}
 	ExecStoreVirtualTuple(slot);
 }
+
