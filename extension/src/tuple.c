@@ -256,4 +256,3 @@ EddyTupleFillSlot(EddyState *es, EddyTuple *t)
 	}
 	ExecStoreVirtualTuple(slot);
 }
-
