@@ -161,6 +161,42 @@ def test_shared_parallel_hash_keeps_postgresqls_plan(par):
     assert multiset(par.execute(SHARED_QUERY).fetchall()) == want
 
 
+def test_partial_source_read_first_where_only_its_share_fits(par):
+    """px's filtered rows (12,500) outnumber py's (10,000), so the serial
+    eddy reads px last and stores py; each participant of the parallel eddy
+    holds only its share of px (about 5,200 rows), so it reads px first and
+    stores that share, and py's rows probe it.  At a limit between the two
+    estimates only the parallel eddy fits: the planner says so, PostgreSQL's
+    serial plans stay beside it, and a Gather over it is the plan, with
+    PostgreSQL's rows (serial and parallel), py's STAIR storing nothing."""
+    par.execute("CREATE TABLE px AS SELECT g AS id, g % 10000 AS k, md5(g::text) AS s "
+                "FROM generate_series(1, 500000) g")
+    par.execute("CREATE TABLE py AS SELECT g AS k, 'y' || g AS name "
+                "FROM generate_series(0, 9999) g")
+    par.execute("ANALYZE px, py")
+    q = ("SELECT px.id, py.name FROM px JOIN py ON px.k = py.k "
+         "WHERE px.id > 487500")
+    set_gucs(par, enabled="off")
+    want = multiset(par.execute(q).fetchall())
+    assert sum(want.values()) == 12_500
+    set_gucs(par, enabled="on", max_memory="1MB")
+    _set(par, PARALLEL_FORCED)
+    reasons = eddy_reasons(par, q)
+    assert any("only a parallel eddy fits in eddy.max_memory" in r for r in reasons), reasons
+    plan = explain_json(par, q, analyze=True)
+    node = _parallel_eddy(plan)
+    assert node is not None, reasons
+    stairs = {st["STAIR"]: st for op in node["Operators"] for st in op.get("STAIRs", [])}
+    assert stairs["py.k"]["Inserted"] == 0 and stairs["py.k"]["Skipped"] > 0, stairs
+    assert stairs["px.k"]["Inserted"] > 0, stairs
+    assert multiset(par.execute(q).fetchall()) == want
+    # with no workers there is no parallel eddy, and the serial one does
+    # not fit: PostgreSQL's plan
+    _set(par, {"max_parallel_workers_per_gather": "0"})
+    assert not eddy_nodes(explain_json(par, q))
+    assert multiset(par.execute(q).fetchall()) == want
+
+
 def _tmp_files(conn) -> int:
     return conn.execute("SELECT count(*) FROM pg_ls_tmpdir()").fetchone()[0]
 

@@ -152,6 +152,7 @@ typedef struct EddyJoinPath
 	List	   *clause_order;	/* the clauses in PostgreSQL's evaluation order */
 	List	   *reading_order;	/* Integers: the order the eddy reads in */
 	double		est_state;		/* estimated join state, bytes */
+	int			est_nstairs;	/* STAIRs it counts */
 	/* per relation: semi and anti joins ("Semi and anti joins" below) */
 	JoinType   *jointype;		/* JOIN_SEMI/ANTI: their inner relation */
 	SpecialJoinInfo **sjinfo;	/* its special join */
@@ -1433,7 +1434,8 @@ reads_in_build_order(void)
  * migrate counts everything too.
  */
 static double
-estimated_join_state(PlannerInfo *root, EddyJoinPath *jp, List *order, int *nstairs)
+estimated_join_state(PlannerInfo *root, EddyJoinPath *jp, List *order,
+					 int share_rel, double share, int *nstairs)
 {
 	uint32		all_rels = (jp->nrels >= 32) ? ~0u : ((1u << jp->nrels) - 1);
 	bool		build = reads_in_build_order();
@@ -1447,7 +1449,7 @@ estimated_join_state(PlannerInfo *root, EddyJoinPath *jp, List *order, int *nsta
 
 	*nstairs = 0;
 	for (i = 0; i < jp->nrels; i++)
-		rows[i] = stored_rows(root, jp, i);
+		rows[i] = stored_rows(root, jp, i) * (i == share_rel ? share : 1.0);
 	foreach(lc, order)
 		pos[intVal(lfirst(lc))] = k++;
 	foreach(lc, jp->edges)
@@ -1523,14 +1525,18 @@ join_state_fits(PlannerInfo *root, EddyJoinPath *jp)
 		k++;
 	}
 	jp->reading_order = source_reading_order(jp, unique);
-	jp->est_state = estimated_join_state(root, jp, jp->reading_order, &nstairs);
-	if (nstairs > 0 && jp->est_state > (double) EddyMaxMemoryBytes(nstairs))
-	{
-		elog(DEBUG1, "eddy: join block not used: its estimated join state (%.0f kB) exceeds eddy.max_memory (%zu kB)",
-			 jp->est_state / 1024, EddyMaxMemoryBytes(nstairs) / 1024);
-		return false;
-	}
-	return true;
+	jp->est_state = estimated_join_state(root, jp, jp->reading_order, -1, 1.0,
+										  &nstairs);
+	jp->est_nstairs = nstairs;
+	return nstairs == 0 || jp->est_state <= (double) EddyMaxMemoryBytes(nstairs);
+}
+
+/* Why a block whose state does not fit (join_state_fits) is declined */
+static void
+serial_state_message(EddyJoinPath *jp)
+{
+	elog(DEBUG1, "eddy: join block not used: its estimated join state (%.0f kB) exceeds eddy.max_memory (%zu kB)",
+		 jp->est_state / 1024, EddyMaxMemoryBytes(jp->est_nstairs) / 1024);
 }
 
 /*
@@ -1578,6 +1584,9 @@ physical_target(PlannerInfo *root, EddyJoinPath *jp, int i, Path *path)
  * The eddy is certain: its scanned relations' paths return its columns
  * (their pathtargets change only now), and they are its children.
  */
+static void init_join_path_node(EddyJoinPath *jp, RelOptInfo *joinrel,
+								List *custom_paths);
+
 static Path *
 make_join_path(PlannerInfo *root, EddyJoinPath *jp, RelOptInfo *joinrel,
 			   Path **children)
@@ -1597,7 +1606,14 @@ make_join_path(PlannerInfo *root, EddyJoinPath *jp, RelOptInfo *joinrel,
 		children[i]->pathtarget = physical != NULL ? physical : jp->targets[i];
 		custom_paths = lappend(custom_paths, children[i]);
 	}
+	init_join_path_node(jp, joinrel, custom_paths);
+	return &jp->cpath.path;
+}
 
+/* The fields of the eddy's CustomPath (make_join_path) */
+static void
+init_join_path_node(EddyJoinPath *jp, RelOptInfo *joinrel, List *custom_paths)
+{
 	jp->cpath.path.pathtype = T_CustomScan;
 	jp->cpath.path.parent = joinrel;
 	jp->cpath.path.pathtarget = joinrel->reltarget;
@@ -1613,8 +1629,6 @@ make_join_path(PlannerInfo *root, EddyJoinPath *jp, RelOptInfo *joinrel,
 	jp->cpath.custom_paths = custom_paths;
 	jp->cpath.custom_private = NIL;
 	jp->cpath.methods = &eddy_join_path_methods;
-
-	return &jp->cpath.path;
 }
 
 /*
@@ -1671,8 +1685,12 @@ parameterized_scan_lost(EddyJoinPath *jp, Path *path)
  * through a partial path (each participant gets its share of the blocks)
  * and every other scanned relation whole in every participant, holding its
  * own join state.  The partial source is the relation PostgreSQL's
- * cheapest partial plan drives (its outermost partial scan), read last so
- * that its rows are never stored (mod_hashjoin.c).  Its cost is PostgreSQL's
+ * cheapest partial plan drives (its outermost partial scan).  It is read
+ * where a participant stores least: last, so that its rows are never
+ * stored (mod_hashjoin.c), unless its share stored costs less than another
+ * relation stored whole (TPC-H Q14: each participant stores its share of
+ * the month's lineitem rows, 2 MB, instead of all of part, 22 MB, and
+ * part's rows probe them).  Its cost is PostgreSQL's
  * partial plan's, plus what the eddy repeats that PostgreSQL shares: a
  * relation PostgreSQL's plan also reads through a partial scan (a Parallel
  * Hash's inner side) costs each participant its whole scan instead of its
@@ -1756,6 +1774,20 @@ partial_plan_relations(EddyJoinPath *jp, Path *path, uint32 *partial,
 	}
 }
 
+/*
+ * How many shares a partial path's rows are dealt into: its workers, and
+ * the leader's part (costsize.c's get_parallel_divisor, which is static).
+ */
+static double
+partial_divisor(Path *path)
+{
+	double		divisor = path->parallel_workers;
+
+	if (parallel_leader_participation && 1.0 - 0.3 * divisor > 0)
+		divisor += 1.0 - 0.3 * divisor;
+	return Max(divisor, 1.0);
+}
+
 /* The cheapest partial path of rel that can be the eddy's source, or NULL */
 static Path *
 partial_source_path(RelOptInfo *rel)
@@ -1793,6 +1825,8 @@ partial_source(PlannerInfo *root, EddyJoinPath *jp, RelOptInfo *joinrel,
 	Cost		extra = 0;
 	int			nstairs;
 	double		state;
+	double		share;
+	List	   *others;
 	GatherPath *gather;
 	Path		costed;
 	int			i;
@@ -1870,13 +1904,33 @@ partial_source(PlannerInfo *root, EddyJoinPath *jp, RelOptInfo *joinrel,
 	}
 	pchildren[*rel] = child;
 
-	/* the partial source last; every participant's state must fit */
-	*order = NIL;
+	/*
+	 * Where the partial source is read: at the place in the serial eddy's
+	 * reading order where a participant stores least (its share of the
+	 * partial source's rows counting where they are stored), last on a tie,
+	 * where nothing of it is stored and its rows need no projection.  Every
+	 * participant's state must fit.
+	 */
+	others = NIL;
 	foreach(lc, jp->reading_order)
 		if (intVal(lfirst(lc)) != *rel)
-			*order = lappend(*order, lfirst(lc));
-	*order = lappend(*order, makeInteger(*rel));
-	state = estimated_join_state(root, jp, *order, &nstairs);
+			others = lappend(others, lfirst(lc));
+	share = 1.0 / partial_divisor(child);
+	*order = NIL;
+	state = 0;
+	for (i = list_length(others); i >= 0; i--)
+	{
+		List	   *candidate = list_insert_nth(list_copy(others), i,
+												makeInteger(*rel));
+		double		s = estimated_join_state(root, jp, candidate, *rel, share,
+											 &nstairs);
+
+		if (*order == NIL || s < state)
+		{
+			*order = candidate;
+			state = s;
+		}
+	}
 	if (nstairs > 0 && state > (double) EddyMaxMemoryBytes(nstairs))
 	{
 		*why = "the join state every participant would hold exceeds eddy.max_memory";
@@ -1894,7 +1948,52 @@ partial_source(PlannerInfo *root, EddyJoinPath *jp, RelOptInfo *joinrel,
 	return child;
 }
 
-/* The partial twin of the eddy jp (after make_join_path) */
+/*
+ * A shallow copy of a scan path, whose target can then be set without
+ * touching the path other plans share (the serial eddy's, or PostgreSQL's
+ * own where only the partial twin replaces its plans); NULL for a kind of
+ * path not copied here.
+ */
+static Path *
+copy_scan_path(Path *path)
+{
+	Size		size;
+	Path	   *copy;
+
+	switch (nodeTag(path))
+	{
+		case T_Path:
+			size = sizeof(Path);
+			break;
+		case T_IndexPath:
+			size = sizeof(IndexPath);
+			break;
+		case T_BitmapHeapPath:
+			size = sizeof(BitmapHeapPath);
+			break;
+		case T_TidPath:
+			size = sizeof(TidPath);
+			break;
+		case T_TidRangePath:
+			size = sizeof(TidRangePath);
+			break;
+		case T_SubqueryScanPath:
+			size = sizeof(SubqueryScanPath);
+			break;
+		default:
+			return NULL;
+	}
+	copy = palloc(size);
+	memcpy(copy, path, size);
+	return copy;
+}
+
+/*
+ * The partial twin of the eddy jp (after make_join_path, whose children
+ * may be the same paths: the twin's are copies where they can be, and a
+ * path that could not be copied gets the relation's plain target, right
+ * for both).
+ */
 static Path *
 make_partial_join_path(PlannerInfo *root, EddyJoinPath *jp, RelOptInfo *joinrel,
 					   Path **pchildren, List *order, PartialCost *cost)
@@ -1908,12 +2007,18 @@ make_partial_join_path(PlannerInfo *root, EddyJoinPath *jp, RelOptInfo *joinrel,
 	for (i = 0; i < jp->nrels; i++)
 	{
 		PathTarget *physical = NULL;
+		Path	   *copy;
 
 		if (!jp->scanned[i])
 			continue;
-		/* the partial source is read last: as make_join_path's last */
-		if (i == intVal(llast(order)))
-			physical = physical_target(root, jp, i, pchildren[i]);
+		copy = copy_scan_path(pchildren[i]);
+		/* the source read last: as make_join_path's last */
+		if (copy != NULL)
+		{
+			pchildren[i] = copy;
+			if (i == intVal(llast(order)))
+				physical = physical_target(root, jp, i, pchildren[i]);
+		}
 		pchildren[i]->pathtarget = physical != NULL ? physical : jp->targets[i];
 		custom_paths = lappend(custom_paths, pchildren[i]);
 	}
@@ -1946,6 +2051,7 @@ EddyCreateJoinPath(PlannerInfo *root, RelOptInfo *joinrel, List *initial_rels,
 	List	   *partial_order = NIL;
 	PartialCost partial_cost = {0, 0, 0, 0};
 	const char *why_not = NULL;
+	bool		serial_fits;
 	Cost		pg_gather_cost = 0;
 	List	   *clauses;
 	List	   *nestloops = NIL;
@@ -1957,6 +2063,7 @@ EddyCreateJoinPath(PlannerInfo *root, RelOptInfo *joinrel, List *initial_rels,
 	int			i;
 	ListCell   *lc;
 
+	*partial = NULL;
 	if (joinrel->cheapest_total_path == NULL)
 		return NULL;
 
@@ -2016,9 +2123,9 @@ EddyCreateJoinPath(PlannerInfo *root, RelOptInfo *joinrel, List *initial_rels,
 	}
 
 	if (!modules_fit(root, jp) ||
-		!columns_and_source_paths(root, jp, children) ||
-		!join_state_fits(root, jp))
+		!columns_and_source_paths(root, jp, children))
 		return NULL;
+	serial_fits = join_state_fits(root, jp);
 
 	/* a parallel eddy, and whether it may replace PostgreSQL's plan */
 	pchildren = palloc0(sizeof(Path *) * jp->nrels);
@@ -2029,6 +2136,8 @@ EddyCreateJoinPath(PlannerInfo *root, RelOptInfo *joinrel, List *initial_rels,
 	{
 		if (partial_child == NULL)
 		{
+			if (!serial_fits)
+				serial_state_message(jp);
 			elog(DEBUG1, "eddy: join block not used: PostgreSQL's plan for it is parallel, and a parallel eddy is not possible: %s",
 				 why_not);
 			return NULL;
@@ -2041,9 +2150,24 @@ EddyCreateJoinPath(PlannerInfo *root, RelOptInfo *joinrel, List *initial_rels,
 			return NULL;
 		}
 	}
+	else if (!serial_fits)
+	{
+		serial_state_message(jp);
+		return NULL;
+	}
 
-	serial = make_join_path(root, jp, joinrel, children);
-	*partial = NULL;
+	/*
+	 * Where only the partial twin fits (each participant stores its share
+	 * of a relation), it alone is offered: the caller keeps PostgreSQL's
+	 * serial plans beside it.
+	 */
+	serial = serial_fits ? make_join_path(root, jp, joinrel, children) : NULL;
+	if (!serial_fits)
+	{
+		init_join_path_node(jp, joinrel, NIL);
+		elog(DEBUG1, "eddy: join block: only a parallel eddy fits in eddy.max_memory (%.0f kB per participant, %.0f kB serially)",
+			 partial_cost.state / 1024, jp->est_state / 1024);
+	}
 	if (partial_child != NULL)
 		*partial = make_partial_join_path(root, jp, joinrel, pchildren, partial_order,
 										  &partial_cost);

@@ -445,9 +445,16 @@ eddy_join_search(PlannerInfo *root, int levels_needed, List *initial_rels)
 		return final_rel;
 
 	path = EddyCreateJoinPath(root, final_rel, initial_rels, &partial);
-	if (path == NULL)
+	if (path == NULL && partial == NULL)
 		return final_rel;
-	final_rel->pathlist = list_make1(path);
+
+	/*
+	 * The eddy replaces PostgreSQL's plans; where only its partial twin was
+	 * made (the serial eddy's state would not fit), PostgreSQL's serial
+	 * plans stay beside it and a Gather over the twin must beat them.
+	 */
+	if (path != NULL)
+		final_rel->pathlist = list_make1(path);
 	final_rel->partial_pathlist = partial != NULL ? list_make1(partial) : NIL;
 	set_cheapest(final_rel);
 	return final_rel;
