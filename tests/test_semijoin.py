@@ -26,6 +26,7 @@ from eddytools.db import (
     eddy_reasons,
     explain_json,
     multiset,
+    plan_nodes,
     set_gucs,
 )
 
@@ -150,6 +151,43 @@ def test_under_parallel_plans(semi):
         assert multiset(semi.execute(q).fetchall()) == want, q
     _set(semi, PARALLEL_SERVER)
     assert parallel >= 1
+
+
+def test_a_second_equality_of_the_same_class_is_implied(semi):
+    """PostgreSQL's plan may test two equalities of one equivalence class
+    into the semi join's relation, each against another member: here a Join
+    Filter sb.k = ss.k above an index condition ss.k = sa.k (TPC-H Q21 in
+    parallel plans: orders.o_orderkey = l2.l_orderkey and l2.l_orderkey =
+    l1.l_orderkey).  The eddy drops the one implied by the block's inner
+    join (sb.k = sa.k) and makes the semi join from sa, the relation its
+    other clause reads, and returns PostgreSQL's rows, under a forced spill
+    and with a duplicate-heavy sb too."""
+    semi.execute("CREATE TABLE sa AS SELECT g AS id, g % 20000 AS k, g % 7 AS v "
+                 "FROM generate_series(1, 200000) g")
+    semi.execute("CREATE TABLE sb AS SELECT g AS k, g % 500 AS f FROM generate_series(0, 19999) g")
+    semi.execute("CREATE TABLE ss AS SELECT (g * 2) % 20000 AS k, g % 11 AS v "
+                 "FROM generate_series(1, 300000) g")
+    semi.execute("CREATE INDEX ON ss (k)")
+    semi.execute("CREATE INDEX ON sa (k)")
+    semi.execute("VACUUM ANALYZE sa, sb, ss")
+    q = ("SELECT sa.id, sb.f FROM sb, sa WHERE sb.k = sa.k AND sb.f IN (1, 2) AND EXISTS "
+         "(SELECT 1 FROM ss WHERE ss.k = sa.k AND ss.v <> sa.v AND ss.v > 1)")
+    _set(semi, PARALLEL_FORCED)
+    want = _vanilla(semi, q)
+    assert 0 < sum(want.values()) < 800
+    set_gucs(semi, enabled="off")
+    filters = [n.get("Join Filter", "") for n in plan_nodes(explain_json(semi, q))
+               if n["Node Type"] == "Nested Loop"]
+    assert "(sb.k = ss.k)" in filters, filters
+    set_gucs(semi, enabled="on")
+    plan = explain_json(semi, q)
+    assert eddy_nodes(plan), eddy_reasons(semi, q)
+    assert any("Semi" in m for m in _modules(plan)), _modules(plan)
+    assert multiset(semi.execute(q).fetchall()) == want
+    set_gucs(semi, debug_spill_after="30")
+    assert multiset(semi.execute(q).fetchall()) == want
+    set_gucs(semi, debug_spill_after="0")
+    _set(semi, PARALLEL_SERVER)
 
 
 def test_explain_names_the_joins_and_counts_heap_fetches(semi):

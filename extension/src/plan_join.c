@@ -687,6 +687,77 @@ EddySemiJoinRel(PlannerInfo *root, SpecialJoinInfo *sjinfo)
  * DEBUG1, when a semi or anti join does not have the shape the module
  * needs.
  */
+/*
+ * The relation other than s that an equality clause between s and one
+ * other relation reads, or -1 (not such a clause)
+ */
+static int
+semi_key_other(EddyJoinPath *jp, int s, RestrictInfo *rinfo)
+{
+	int			l,
+				r;
+
+	if (!is_key_clause(jp, rinfo, &l, &r) || (l != s && r != s))
+		return -1;
+	return l == s ? r : l;
+}
+
+/*
+ * Is rinfo, an equality of an equivalence class between the semi or anti
+ * join's inner relation s and a relation b, implied by the block's other
+ * clauses, so that the join need not test it?  PostgreSQL's plan may test
+ * two equalities of one class into s, each against another member (TPC-H
+ * Q21 in parallel: l2.l_orderkey = orders.o_orderkey as the semi join's
+ * filter, l2.l_orderkey = l1.l_orderkey as its index condition).  It is
+ * implied where s has another equality of the same class with the relation
+ * a that its clauses read otherwise (l1, in l2.l_suppkey <> l1.l_suppkey):
+ * every member of a class is equal in every row of the inner joins that
+ * join them (PostgreSQL's plan, whose clauses the eddy takes, joins a and b
+ * on the class), so s's key equals b's where it equals a's.  Only with
+ * one such relation a, and not b.
+ */
+static bool
+redundant_semi_key(EddyJoinPath *jp, int s, RestrictInfo *rinfo, List *clauses)
+{
+	int			b = semi_key_other(jp, s, rinfo);
+	int			a = -1;
+	bool		same_class_to_a = false;
+	ListCell   *lc;
+
+	if (b < 0 || rinfo->parent_ec == NULL)
+		return false;
+	/* the one relation besides s read by s's clauses that are not keys of a class */
+	foreach(lc, clauses)
+	{
+		RestrictInfo *c = lfirst_node(RestrictInfo, lc);
+		uint32		other;
+
+		if (!bms_is_member(jp->rels[s]->relid, c->required_relids) &&
+			!bms_is_member(jp->rels[s]->relid, c->clause_relids))
+			continue;
+		if (c->parent_ec != NULL && semi_key_other(jp, s, c) >= 0)
+			continue;
+		other = (rel_mask(jp, c->required_relids) |
+				 rel_mask(jp, c->clause_relids)) & ~(1u << s);
+		if (other == 0)
+			continue;
+		if ((other & (other - 1)) != 0 || (a >= 0 && other != (1u << a)))
+			return false;
+		a = ffs(other) - 1;
+	}
+	if (a < 0 || a == b)
+		return false;
+	foreach(lc, clauses)
+	{
+		RestrictInfo *c = lfirst_node(RestrictInfo, lc);
+
+		if (c != rinfo && c->parent_ec == rinfo->parent_ec &&
+			semi_key_other(jp, s, c) == a)
+			same_class_to_a = true;
+	}
+	return same_class_to_a;
+}
+
 static bool
 semi_join_clauses(PlannerInfo *root, EddyJoinPath *jp, RelOptInfo *joinrel,
 				  List **clauses)
@@ -731,6 +802,8 @@ semi_join_clauses(PlannerInfo *root, EddyJoinPath *jp, RelOptInfo *joinrel,
 				keep = lappend(keep, rinfo);
 				continue;
 			}
+			if (redundant_semi_key(jp, s, rinfo, *clauses))
+				continue;
 			if (jp->jointype[s] == JOIN_ANTI && rinfo->is_pushed_down)
 			{
 				elog(DEBUG1, "eddy: join block not used: a condition above an anti join reads its inner relation");
