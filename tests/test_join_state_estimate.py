@@ -1,6 +1,6 @@
 """The planner's estimate of a join eddy's state (plan_join.c,
-estimated_join_state), which decides whether the eddy fits in
-eddy.max_memory, read from EXPLAIN: "Estimated Join State" (VERBOSE), the
+estimated_join_state), which says whether the eddy is expected to fit in
+eddy.max_memory (past it the eddy spills), read from EXPLAIN: "Estimated Join State" (VERBOSE), the
 STAIRs' counters and "Peak Memory" (ANALYZE), and the planner's DEBUG1
 reason when it declines.
 
@@ -80,11 +80,11 @@ def test_build_order_does_not_count_the_relation_read_last(path):
     assert proportional > 5 * build, (build, proportional)
 
 
-def test_fits_in_build_order_declined_when_interleaved(path):
+def test_fits_in_build_order_spills_when_interleaved(path):
     """With eddy.max_memory between the two estimates, the build-order eddy
-    is planned and runs within it (no error), while under the proportional
-    schedule or with state migration the block keeps PostgreSQL's plan and
-    says why."""
+    runs within it without spilling, while under the proportional schedule
+    or with state migration the planner says the state exceeds the limit,
+    and the eddy spills and returns the same count."""
     conn = path
     build = estimate_kb(conn)
     set_gucs(conn, source_schedule="proportional")
@@ -92,17 +92,21 @@ def test_fits_in_build_order_declined_when_interleaved(path):
     limit = (build + proportional) // 2
     set_gucs(conn, max_memory=f"{limit}kB")
 
-    assert not eddy_nodes(explain_json(conn, QUERY))
     assert any("estimated join state" in r for r in eddy_reasons(conn, QUERY))
+    eddy = analyzed(conn)
+    assert eddy["Batches Joined"] >= 2, eddy
+    assert eddy["Actual Rows"] == F_ROWS
 
     set_gucs(conn, source_schedule="build")
+    assert not any("estimated join state" in r for r in eddy_reasons(conn, QUERY))
     eddy = analyzed(conn)
     assert eddy["Peak Memory"] <= limit
+    assert "Batches Joined" not in eddy, eddy
     assert eddy["Actual Rows"] == F_ROWS
 
     for policy in ("greedy", "guarded"):
         set_gucs(conn, migration=policy)
-        assert not eddy_nodes(explain_json(conn, QUERY)), policy
+        assert any("estimated join state" in r for r in eddy_reasons(conn, QUERY)), policy
     set_gucs(conn, migration="off")
 
 

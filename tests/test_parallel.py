@@ -166,9 +166,10 @@ def test_partial_source_read_first_where_only_its_share_fits(par):
     eddy reads px last and stores py; each participant of the parallel eddy
     holds only its share of px (about 5,200 rows), so it reads px first and
     stores that share, and py's rows probe it.  At a limit between the two
-    estimates only the parallel eddy fits: the planner says so, PostgreSQL's
-    serial plans stay beside it, and a Gather over it is the plan, with
-    PostgreSQL's rows (serial and parallel), py's STAIR storing nothing."""
+    estimates only the parallel eddy fits: the planner says so and offers
+    it alone, PostgreSQL's serial plans beside it; a Gather over it is the
+    plan, with PostgreSQL's rows (serial and parallel), py's STAIR storing
+    nothing.  Without workers the serial eddy, over the limit, spills."""
     par.execute("CREATE TABLE px AS SELECT g AS id, g % 10000 AS k, md5(g::text) AS s "
                 "FROM generate_series(1, 500000) g")
     par.execute("CREATE TABLE py AS SELECT g AS k, 'y' || g AS name "
@@ -183,17 +184,27 @@ def test_partial_source_read_first_where_only_its_share_fits(par):
     _set(par, PARALLEL_FORCED)
     reasons = eddy_reasons(par, q)
     assert any("only a parallel eddy fits in eddy.max_memory" in r for r in reasons), reasons
+    assert multiset(par.execute(q).fetchall()) == want
+    # the node shows the leader's STAIR counters: with no worker launched
+    # the leader reads every share (all of px's 12,500 rows, which would
+    # outgrow 1MB and spill: a larger limit, under which the partial source
+    # is read first all the same)
+    _set(par, {"max_parallel_workers": "0"})
+    set_gucs(par, max_memory="64MB")
     plan = explain_json(par, q, analyze=True)
     node = _parallel_eddy(plan)
     assert node is not None, reasons
     stairs = {st["STAIR"]: st for op in node["Operators"] for st in op.get("STAIRs", [])}
-    assert stairs["py.k"]["Inserted"] == 0 and stairs["py.k"]["Skipped"] > 0, stairs
-    assert stairs["px.k"]["Inserted"] > 0, stairs
-    assert multiset(par.execute(q).fetchall()) == want
-    # with no workers there is no parallel eddy, and the serial one does
-    # not fit: PostgreSQL's plan
+    assert stairs["py.k"]["Inserted"] == 0 and stairs["py.k"]["Skipped"] == 10_000, stairs
+    assert stairs["px.k"]["Inserted"] == 12_500, stairs
+    _set(par, {"max_parallel_workers": "8"})
+    # with no workers there is no parallel eddy, and the serial one, which
+    # does not fit, spills
+    set_gucs(par, max_memory="1MB")
     _set(par, {"max_parallel_workers_per_gather": "0"})
-    assert not eddy_nodes(explain_json(par, q))
+    assert any("exceeds eddy.max_memory" in r for r in eddy_reasons(par, q))
+    (eddy,) = eddy_nodes(explain_json(par, q, analyze=True))
+    assert eddy["Batches Joined"] >= 2, eddy
     assert multiset(par.execute(q).fetchall()) == want
 
 

@@ -47,9 +47,13 @@
  * A relation is the inner side of at most one index join; relations that
  * no index join reaches are scanned.  A tree always has at least one.
  *
- * Estimated join state.  The eddy is used only if the join state it would
- * store fits in eddy.max_memory (past it the executor spills, spill.c, but
- * PostgreSQL's batched hash joins do that better).  The
+ * Estimated join state.  Whether the join state the eddy would store fits
+ * in eddy.max_memory.  A block whose estimate does not fit is still an
+ * eddy (the executor spills what outgrows the limit, spill.c; the estimate
+ * is an upper bound, often far above the peak: TPC-H Q7 under PostgreSQL's
+ * defaults is estimated at 399 MB and peaks at 12 MB per process), but
+ * where a parallel eddy's share fits and the serial eddy does not, only
+ * the parallel one is offered.  The
  * estimate counts what the executor stores under the schedule it will use
  * (mod_hashjoin.c, "Only what can still be probed is stored"), so the order
  * in which the eddy reads its sources is decided together with it, at path
@@ -73,8 +77,8 @@
  * joins (join_method = index); which relations are scanned; then the
  * checks (no relation PostgreSQL reaches through a parameterized path left
  * to a full scan, parameterized_scan_lost; module count, columns per
- * relation and the path that scans each, estimated join state, with the
- * reading order).  Any of them may still give up, so none
+ * relation and the path that scans each; the estimated join state and
+ * the reading order).  Any of them may still give up, so none
  * touches PostgreSQL's paths: only once the eddy is certain do the chosen
  * scan paths get the eddy's target lists (make_join_path), and a block that
  * falls back keeps its vanilla plan exactly as PostgreSQL made it.
@@ -1605,9 +1609,9 @@ estimated_join_state(PlannerInfo *root, EddyJoinPath *jp, List *order,
 
 /*
  * Does the estimated join state fit in eddy.max_memory?  Past it the eddy
- * would fail where PostgreSQL's hash joins would batch to disk, so the
- * vanilla plan stays.  Decides the reading order (jp->reading_order) the
- * plan will use, so that the estimate is of that order's state.
+ * spills (spill.c), which costs more than PostgreSQL's batching.  Decides
+ * the reading order (jp->reading_order) the plan will use, so that the
+ * estimate is of that order's state.
  */
 static bool
 join_state_fits(PlannerInfo *root, EddyJoinPath *jp)
@@ -1636,11 +1640,11 @@ join_state_fits(PlannerInfo *root, EddyJoinPath *jp)
 	return nstairs == 0 || jp->est_state <= (double) EddyMaxMemoryBytes(nstairs);
 }
 
-/* Why a block whose state does not fit (join_state_fits) is declined */
+/* A block whose state does not fit (join_state_fits) may spill */
 static void
 serial_state_message(EddyJoinPath *jp)
 {
-	elog(DEBUG1, "eddy: join block not used: its estimated join state (%.0f kB) exceeds eddy.max_memory (%zu kB)",
+	elog(DEBUG1, "eddy: join block: its estimated join state (%.0f kB) exceeds eddy.max_memory (%zu kB): it spills what outgrows the limit",
 		 jp->est_state / 1024, EddyMaxMemoryBytes(jp->est_nstairs) / 1024);
 }
 
@@ -1814,6 +1818,7 @@ typedef struct PartialCost
 	Cost		total;			/* of a Gather over the partial twin */
 	Cost		path_total;		/* of the partial twin itself */
 	double		state;			/* its estimated join state per participant */
+	bool		fits;			/* in eddy.max_memory */
 } PartialCost;
 
 /*
@@ -2036,12 +2041,7 @@ partial_source(PlannerInfo *root, EddyJoinPath *jp, RelOptInfo *joinrel,
 			state = s;
 		}
 	}
-	if (nstairs > 0 && state > (double) EddyMaxMemoryBytes(nstairs))
-	{
-		*why = "the join state every participant would hold exceeds eddy.max_memory";
-		return NULL;
-	}
-
+	cost->fits = nstairs == 0 || state <= (double) EddyMaxMemoryBytes(nstairs);
 	cost->state = state;
 	cost->startup = pg_partial->startup_cost;
 	cost->path_total = pg_partial->total_cost + Max(extra, 0);
@@ -2154,9 +2154,10 @@ EddyCreateJoinPath(PlannerInfo *root, RelOptInfo *joinrel, List *initial_rels,
 	Path	  **pchildren;		/* per scanned relation: the twin's source */
 	int			partial_rel = -1;
 	List	   *partial_order = NIL;
-	PartialCost partial_cost = {0, 0, 0, 0};
+	PartialCost partial_cost = {0, 0, 0, 0, false};
 	const char *why_not = NULL;
 	bool		serial_fits;
+	bool		partial_fits;
 	Cost		pg_gather_cost = 0;
 	List	   *clauses;
 	List	   *nestloops = NIL;
@@ -2241,8 +2242,6 @@ EddyCreateJoinPath(PlannerInfo *root, RelOptInfo *joinrel, List *initial_rels,
 	{
 		if (partial_child == NULL)
 		{
-			if (!serial_fits)
-				serial_state_message(jp);
 			elog(DEBUG1, "eddy: join block not used: PostgreSQL's plan for it is parallel, and a parallel eddy is not possible: %s",
 				 why_not);
 			return NULL;
@@ -2255,24 +2254,25 @@ EddyCreateJoinPath(PlannerInfo *root, RelOptInfo *joinrel, List *initial_rels,
 			return NULL;
 		}
 	}
-	else if (!serial_fits)
-	{
-		serial_state_message(jp);
-		return NULL;
-	}
 
 	/*
 	 * Where only the partial twin fits (each participant stores its share
 	 * of a relation), it alone is offered: the caller keeps PostgreSQL's
-	 * serial plans beside it.
+	 * serial plans beside it.  Where neither fits, both are: the eddy
+	 * spills what outgrows the limit (spill.c).
 	 */
-	serial = serial_fits ? make_join_path(root, jp, joinrel, children) : NULL;
-	if (!serial_fits)
+	partial_fits = partial_child != NULL && partial_cost.fits;
+	if (serial_fits || !partial_fits)
+		serial = make_join_path(root, jp, joinrel, children);
+	else
 	{
+		serial = NULL;
 		init_join_path_node(jp, joinrel, NIL);
 		elog(DEBUG1, "eddy: join block: only a parallel eddy fits in eddy.max_memory (%.0f kB per participant, %.0f kB serially)",
 			 partial_cost.state / 1024, jp->est_state / 1024);
 	}
+	if (!serial_fits && !partial_fits)
+		serial_state_message(jp);
 	if (partial_child != NULL)
 		*partial = make_partial_join_path(root, jp, joinrel, pchildren, partial_order,
 										  &partial_cost);

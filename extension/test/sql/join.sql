@@ -101,9 +101,9 @@ EXPLAIN (COSTS OFF)
 SELECT count(*) FROM jc LEFT JOIN
   (SELECT jb.id FROM ja JOIN jb ON ja.x = jb.s OFFSET 0) sub ON sub.id = jc.id;
 
--- the memory limit: a block whose estimated state exceeds it keeps the
--- vanilla plan (which can batch); one that outgrows it while running ends
--- with a clear error (here a function declared ROWS 10 that returns 300,000)
+-- the memory limit: a block whose estimated state exceeds it is still an
+-- eddy, which spills what outgrows the limit (spill.c), as PostgreSQL's hash
+-- join batches; the planner says so at DEBUG1
 SET eddy.max_memory = '64kB';
 SET client_min_messages = debug1;
 EXPLAIN (COSTS OFF) SELECT count(*) FROM ja JOIN jb ON ja.x = jb.s;
@@ -114,14 +114,25 @@ EXPLAIN (COSTS OFF) SELECT count(*) FROM ja JOIN jb ON ja.x = jb.s;
 RESET eddy.source_schedule;
 RESET client_min_messages;
 SELECT count(*) FROM ja JOIN jb ON ja.x = jb.s;
--- a block that falls back on the memory estimate leaves PostgreSQL's plan
--- as it was: the scan of ja returns only what the join needs, not the
+-- a block that falls back after choosing its sources (here: PostgreSQL's
+-- plan is parallel and a parallel eddy would cost more) leaves PostgreSQL's
+-- plan as it was: the scan of ja returns only what the join needs, not the
 -- column its restriction reads (the eddy's source would have): the same
 -- plan as with eddy off
+SET parallel_setup_cost = 0;
+SET parallel_tuple_cost = 0;
+SET min_parallel_table_scan_size = 0;
+SET max_parallel_workers_per_gather = 2;
+SET client_min_messages = debug1;
 EXPLAIN (VERBOSE, COSTS OFF) SELECT count(*) FROM ja JOIN jb ON ja.x = jb.s WHERE ja.t <> 'x';
+RESET client_min_messages;
 SET eddy.enabled = off;
 EXPLAIN (VERBOSE, COSTS OFF) SELECT count(*) FROM ja JOIN jb ON ja.x = jb.s WHERE ja.t <> 'x';
 RESET eddy.enabled;
+RESET parallel_setup_cost;
+RESET parallel_tuple_cost;
+RESET min_parallel_table_scan_size;
+RESET max_parallel_workers_per_gather;
 CREATE FUNCTION many(n int) RETURNS SETOF int LANGUAGE plpgsql ROWS 10 AS
 $$ BEGIN RETURN QUERY SELECT generate_series(1, n); END $$;
 -- its state outgrows the limit: it spills, and finishes
