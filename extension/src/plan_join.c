@@ -684,14 +684,6 @@ EddySemiJoinRel(PlannerInfo *root, SpecialJoinInfo *sjinfo)
 }
 
 /*
- * Find the block's semi and anti joins (jp->jointype, jp->sjinfo) and take
- * the clauses that read their inner relations out of *clauses: the key
- * equalities between a and s stay (they make the edge the module's index
- * uses), the others go to jp->inner_quals[s].  False, with the reason at
- * DEBUG1, when a semi or anti join does not have the shape the module
- * needs.
- */
-/*
  * The relation other than s that an equality clause between s and one
  * other relation reads, or -1 (not such a clause)
  */
@@ -762,6 +754,14 @@ redundant_semi_key(EddyJoinPath *jp, int s, RestrictInfo *rinfo, List *clauses)
 	return same_class_to_a;
 }
 
+/*
+ * Find the block's semi and anti joins (jp->jointype, jp->sjinfo) and take
+ * the clauses that read their inner relations out of *clauses: the key
+ * equalities between a and s stay (they make the edge the module's index
+ * uses), the others go to jp->inner_quals[s].  False, with the reason at
+ * DEBUG1, when a semi or anti join does not have the shape the module
+ * needs.
+ */
 static bool
 semi_join_clauses(PlannerInfo *root, EddyJoinPath *jp, RelOptInfo *joinrel,
 				  List **clauses)
@@ -1473,6 +1473,38 @@ reads_in_build_order(void)
 }
 
 /*
+ * The earliest place in the reading order (pos) at which a row spanning
+ * relation r can exist: r's own for a scanned relation; for one an index
+ * join reaches, the earliest of the relations its index joins come from (a
+ * row spanning r was made by probing r's index with a row spanning one of
+ * them).  0, the start, where it cannot tell (no index join into r, or a
+ * malformed tree): counted as stored from the start.
+ */
+static int
+earliest_source(EddyJoinPath *jp, int r, const int *pos, int depth)
+{
+	int			first = INT_MAX;
+	ListCell   *lc;
+
+	if (jp->scanned[r])
+		return pos[r];
+	if (depth > jp->nrels)
+		return 0;
+	foreach(lc, jp->edges)
+	{
+		JoinEdge   *e = lfirst(lc);
+		int			from;
+
+		if (e->index_into != r)
+			continue;
+		from = earliest_source(jp, e->a == r ? e->b : e->a, pos, depth + 1);
+		if (from < first)
+			first = from;
+	}
+	return first == INT_MAX ? 0 : first;
+}
+
+/*
  * The join state the eddy would store, in bytes.  Per relation stored in
  * any STAIR, its stored rows (stored_rows) once each (a row is copied into
  * state memory once and shared, tuple.c): its width, plus per column a
@@ -1514,37 +1546,6 @@ reads_in_build_order(void)
  * and promotes intermediate results (migrate.c), so an eddy that may
  * migrate counts everything too.
  */
-/*
- * The earliest place in the reading order (pos) at which a row spanning
- * relation r can exist: r's own for a scanned relation; for one an index
- * join reaches, the earliest of the relations its index joins come from (a
- * row spanning r was made by probing r's index with a row spanning one of
- * them).  INT_MAX if none (depth guards against a malformed tree).
- */
-static int
-earliest_source(EddyJoinPath *jp, int r, const int *pos, int depth)
-{
-	int			first = INT_MAX;
-	ListCell   *lc;
-
-	if (jp->scanned[r])
-		return pos[r];
-	if (depth > jp->nrels)
-		return 0;
-	foreach(lc, jp->edges)
-	{
-		JoinEdge   *e = lfirst(lc);
-		int			from;
-
-		if (e->index_into != r)
-			continue;
-		from = earliest_source(jp, e->a == r ? e->b : e->a, pos, depth + 1);
-		if (from < first)
-			first = from;
-	}
-	return first == INT_MAX ? 0 : first;
-}
-
 static double
 estimated_join_state(PlannerInfo *root, EddyJoinPath *jp, List *order,
 					 int share_rel, double share, int *nstairs)
@@ -2018,8 +2019,9 @@ partial_source(PlannerInfo *root, EddyJoinPath *jp, RelOptInfo *joinrel,
 	 * Where the partial source is read: at the place in the serial eddy's
 	 * reading order where a participant stores least (its share of the
 	 * partial source's rows counting where they are stored), last on a tie,
-	 * where nothing of it is stored and its rows need no projection.  Every
-	 * participant's state must fit.
+	 * where nothing of it is stored and its rows need no projection.
+	 * Whether that fits in eddy.max_memory decides between the twins
+	 * (EddyCreateJoinPath).
 	 */
 	others = NIL;
 	foreach(lc, jp->reading_order)
