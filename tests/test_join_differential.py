@@ -702,24 +702,18 @@ def test_limit_stops_join_eddy_early(wisc, runner):
 # ---------------------------------------------------------------------------
 
 def test_memory_limit_is_enforced(wisc, runner):
-    """eddy.max_memory, both ways.  A block whose estimated join state exceeds
-    it is still an eddy, says so at DEBUG1, spills (spill.c) and returns
-    PostgreSQL's rows.  One the planner underestimates (a function declared
-    ROWS 10 that returns 200,000 rows) spills past the limit and returns
-    PostgreSQL's rows, inside a transaction too, as with the limit raised."""
+    """eddy.max_memory, both ways.  A block whose tables stored for certain
+    exceed it keeps PostgreSQL's plan (which batches faster than the eddy
+    spills) and says so at DEBUG1.  One the planner underestimates (a
+    function declared ROWS 10 that returns 200,000 rows) spills past the
+    limit (spill.c) and returns PostgreSQL's rows, inside a transaction too,
+    as with the limit raised."""
     conn = wisc
     q = ("SELECT t1.unique2, t2.stringu1 FROM t1 JOIN t2 ON t1.unique2 = t2.unique2 "
          "JOIN t3 ON t3.unique2 = t2.unique1")
-    set_gucs(conn, enabled="off")
-    want = multiset(runner.rows(conn, q))
     set_gucs(conn, enabled="on", join_method="hash", max_memory="256kB")
-    assert eddy_nodes(explain_json(conn, q))
-    assert any("estimated join state" in r and "spills" in r
-               for r in eddy_reasons(conn, q)), eddy_reasons(conn, q)
-    assert multiset(runner.rows(conn, q)) == want
-    (eddy,) = eddy_nodes(explain_json(conn, q, analyze=True))
-    assert eddy["Batches Joined"] >= 2 and eddy["Rows Spilled"] > 0, eddy
-    assert eddy["Peak Memory"] < 1024, eddy
+    assert not eddy_nodes(explain_json(conn, q))
+    assert any("stored for certain" in r for r in eddy_reasons(conn, q)), eddy_reasons(conn, q)
 
     conn.execute("CREATE FUNCTION many(n int) RETURNS SETOF int LANGUAGE plpgsql ROWS 10 "
                  "AS $$ BEGIN RETURN QUERY SELECT generate_series(1, n); END $$")

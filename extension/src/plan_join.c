@@ -51,9 +51,11 @@
  * in eddy.max_memory.  A block whose estimate does not fit is still an
  * eddy (the executor spills what outgrows the limit, spill.c; the estimate
  * is an upper bound, often far above the peak: TPC-H Q7 under PostgreSQL's
- * defaults is estimated at 399 MB and peaks at 12 MB per process), but
- * where a parallel eddy's share fits and the serial eddy does not, only
- * the parallel one is offered.  The
+ * defaults is estimated at 399 MB and peaks at 12 MB per process), unless
+ * the tables it stores for certain (certain_rows) are over the limit
+ * already: it would spill for certain, and PostgreSQL's batched hash joins
+ * are faster than a spilled eddy.  Where a parallel eddy's share fits and
+ * the serial eddy does not, only the parallel one is offered.  The
  * estimate counts what the executor stores under the schedule it will use
  * (mod_hashjoin.c, "Only what can still be probed is stored"), so the order
  * in which the eddy reads its sources is decided together with it, at path
@@ -156,6 +158,7 @@ typedef struct EddyJoinPath
 	List	   *clause_order;	/* the clauses in PostgreSQL's evaluation order */
 	List	   *reading_order;	/* Integers: the order the eddy reads in */
 	double		est_state;		/* estimated join state, bytes */
+	double		certain_state;	/* the part of it stored for certain */
 	int			est_nstairs;	/* STAIRs it counts */
 	/* per relation: semi and anti joins ("Semi and anti joins" below) */
 	JoinType   *jointype;		/* JOIN_SEMI/ANTI: their inner relation */
@@ -1460,6 +1463,25 @@ stored_rows(PlannerInfo *root, EddyJoinPath *jp, int i)
 }
 
 /*
+ * The rows of relation i that the eddy stores for certain where its side
+ * stores: those of a scanned table, after its restrictions, as
+ * PostgreSQL's statistics give them; none of a relation an index join
+ * reaches or of a subquery, function or other source, whose estimates
+ * (join fan-outs, HAVING, ROWS) may run far above what is stored.
+ */
+static double
+certain_rows(PlannerInfo *root, EddyJoinPath *jp, int i)
+{
+	RelOptInfo *rel = jp->rels[i];
+	RangeTblEntry *rte = planner_rt_fetch(rel->relid, root);
+
+	if (!jp->scanned[i] || rte->rtekind != RTE_RELATION || rte->inh ||
+		rel->reloptkind != RELOPT_BASEREL)
+		return 0;
+	return rel->rows;
+}
+
+/*
  * Will the eddy read its sources one after another in the order decided
  * here, never storing what nothing can probe any more?  (Not under the
  * proportional schedule, eddy.source_delays or state migration.)
@@ -1548,7 +1570,7 @@ earliest_source(EddyJoinPath *jp, int r, const int *pos, int depth)
  */
 static double
 estimated_join_state(PlannerInfo *root, EddyJoinPath *jp, List *order,
-					 int share_rel, double share, int *nstairs)
+					 int share_rel, double share, bool certain, int *nstairs)
 {
 	uint32		all_rels = (jp->nrels >= 32) ? ~0u : ((1u << jp->nrels) - 1);
 	bool		build = reads_in_build_order();
@@ -1562,7 +1584,8 @@ estimated_join_state(PlannerInfo *root, EddyJoinPath *jp, List *order,
 
 	*nstairs = 0;
 	for (i = 0; i < jp->nrels; i++)
-		rows[i] = stored_rows(root, jp, i) * (i == share_rel ? share : 1.0);
+		rows[i] = (certain ? certain_rows(root, jp, i) : stored_rows(root, jp, i)) *
+			(i == share_rel ? share : 1.0);
 	foreach(lc, order)
 		pos[intVal(lfirst(lc))] = k++;
 	foreach(lc, jp->edges)
@@ -1612,7 +1635,8 @@ estimated_join_state(PlannerInfo *root, EddyJoinPath *jp, List *order,
  * Does the estimated join state fit in eddy.max_memory?  Past it the eddy
  * spills (spill.c), which costs more than PostgreSQL's batching.  Decides
  * the reading order (jp->reading_order) the plan will use, so that the
- * estimate is of that order's state.
+ * estimate is of that order's state, and estimates the part of it stored
+ * for certain (jp->certain_state).  
  */
 static bool
 join_state_fits(PlannerInfo *root, EddyJoinPath *jp)
@@ -1636,7 +1660,9 @@ join_state_fits(PlannerInfo *root, EddyJoinPath *jp)
 	}
 	jp->reading_order = source_reading_order(jp, unique);
 	jp->est_state = estimated_join_state(root, jp, jp->reading_order, -1, 1.0,
-										  &nstairs);
+										  false, &nstairs);
+	jp->certain_state = estimated_join_state(root, jp, jp->reading_order, -1,
+											 1.0, true, &nstairs);
 	jp->est_nstairs = nstairs;
 	return nstairs == 0 || jp->est_state <= (double) EddyMaxMemoryBytes(nstairs);
 }
@@ -2035,7 +2061,7 @@ partial_source(PlannerInfo *root, EddyJoinPath *jp, RelOptInfo *joinrel,
 		List	   *candidate = list_insert_nth(list_copy(others), i,
 												makeInteger(*rel));
 		double		s = estimated_join_state(root, jp, candidate, *rel, share,
-											 &nstairs);
+											 false, &nstairs);
 
 		if (*order == NIL || s < state)
 		{
@@ -2260,10 +2286,21 @@ EddyCreateJoinPath(PlannerInfo *root, RelOptInfo *joinrel, List *initial_rels,
 	/*
 	 * Where only the partial twin fits (each participant stores its share
 	 * of a relation), it alone is offered: the caller keeps PostgreSQL's
-	 * serial plans beside it.  Where neither fits, both are: the eddy
-	 * spills what outgrows the limit (spill.c).
+	 * serial plans beside it.  Where neither fits, both are, and the eddy
+	 * spills what outgrows the limit (spill.c), unless the tables it stores
+	 * for certain already outgrow it: then it would spill for certain, and
+	 * a spilled eddy is slower than PostgreSQL's batched hash joins (TPC-H
+	 * orders joined to lineitem under PostgreSQL's defaults, 1.28x).
 	 */
 	partial_fits = partial_child != NULL && partial_cost.fits;
+	if (!serial_fits && !partial_fits &&
+		jp->certain_state > (double) EddyMaxMemoryBytes(jp->est_nstairs))
+	{
+		elog(DEBUG1, "eddy: join block not used: its estimated join state (%.0f kB, %.0f kB of it in tables stored for certain) exceeds eddy.max_memory (%zu kB): it would spill, which PostgreSQL's batched hash joins do faster",
+			 jp->est_state / 1024, jp->certain_state / 1024,
+			 EddyMaxMemoryBytes(jp->est_nstairs) / 1024);
+		return NULL;
+	}
 	if (serial_fits || !partial_fits)
 		serial = make_join_path(root, jp, joinrel, children);
 	else

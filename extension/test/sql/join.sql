@@ -101,9 +101,10 @@ EXPLAIN (COSTS OFF)
 SELECT count(*) FROM jc LEFT JOIN
   (SELECT jb.id FROM ja JOIN jb ON ja.x = jb.s OFFSET 0) sub ON sub.id = jc.id;
 
--- the memory limit: a block whose estimated state exceeds it is still an
--- eddy, which spills what outgrows the limit (spill.c), as PostgreSQL's hash
--- join batches; the planner says so at DEBUG1
+-- the memory limit: a block whose tables stored for certain exceed it keeps
+-- the vanilla plan (which batches faster than the eddy spills); one whose
+-- estimate exceeds it only on the account of estimates that may run high
+-- is an eddy, which spills what outgrows the limit (spill.c)
 SET eddy.max_memory = '64kB';
 SET client_min_messages = debug1;
 EXPLAIN (COSTS OFF) SELECT count(*) FROM ja JOIN jb ON ja.x = jb.s;
