@@ -134,8 +134,9 @@ def test_workers_report_their_counters(par):
     assert all(w["Tuples Routed"] > 0 and w["Peak Memory"] > 0 for w in reported)
     scan = next(n for n in plan_nodes(node)
                 if n["Node Type"] == "Seq Scan" and n["Relation Name"] == "pa")
-    # EXPLAIN shows rows per loop, rounded
-    assert abs(scan["Actual Rows"] * scan["Actual Loops"] - pa_rows) < scan["Actual Loops"]
+    # EXPLAIN shows rows per loop, rounded; the scan returns at most its
+    # filter's rows (fewer where the eddy's probes dropped some in it)
+    assert scan["Actual Rows"] * scan["Actual Loops"] < pa_rows + scan["Actual Loops"]
 
     # text format: one line per worker
     text = "\n".join(r[0] for r in par.execute(

@@ -50,6 +50,17 @@
  * directly; the filters' columns are deformed once per tuple.  This fast
  * path is a property of the source and the modules, not a second node.
  *
+ * Local chains.  In an eddy of several sources, the selections over one
+ * scanned source alone that this epoch's routing sends that source's
+ * fresh tuples to first (before any join) are its local chain: they are
+ * evaluated before the eddy makes an eddy tuple of what the scan
+ * returned, so that a tuple they drop costs no tuple, no row and no trip
+ * through the states below.  Where the source is a plain scan, the chain
+ * runs inside the scan's qual, after the scan's own filter and before its
+ * projection, as PostgreSQL's plan filters there (begin_local_qual); else
+ * read_source runs it on the values the scan returned (route_locally).
+ * Either way counted, timed and recorded as the main loop would.
+ *
  * In a parallel plan each participant runs its own eddy over its share of
  * one source and the whole of the others (parallel.c).
  *
@@ -77,6 +88,7 @@ static TupleTableSlot *eddy_exec(CustomScanState *node);
 static TupleTableSlot *eddy_exec_node(PlanState *pstate);
 static void eddy_end(CustomScanState *node);
 static void eddy_rescan(CustomScanState *node);
+static void begin_local_qual(EddyState *es, int i, EddySource *src);
 
 const CustomScanMethods eddy_scan_methods = {
 	.CustomName = EDDY_NODE_NAME,
@@ -322,6 +334,43 @@ begin_modules(EddyState *es, List *descs)
 	}
 }
 
+/* Scanned sources that selections read alone get a local chain */
+static void
+begin_local_chains(EddyState *es)
+{
+	/*
+	 * A schedule that paces its sources decides tuple by tuple, and state
+	 * migration looks for misplaced state at every point of stasis, dropped
+	 * tuples' included: those keep the chain in read_source.
+	 */
+	bool		paced = es->schedule != EDDY_SCHEDULE_BUILD || es->delayed ||
+		es->holding || es->migrating;
+	int			i;
+	int			j;
+
+	for (i = 0; i < es->nsources; i++)
+	{
+		EddySource *src = &es->sources[i];
+
+		if (src->method != EDDY_SOURCE_SCAN)
+			continue;
+		for (j = 0; j < es->nmodules; j++)
+		{
+			EddyModule *m = es->modules[j];
+
+			if (m->filter != NULL && (m->target[0].need & ~(1u << i)) == 0)
+				src->local_sels = true;
+		}
+		if (src->local_sels || !paced)
+		{
+			src->local_chain = palloc(sizeof(int) * es->nmodules);
+			src->local_generation = UINT64_MAX;
+		}
+		if (!paced)
+			begin_local_qual(es, i, src);
+	}
+}
+
 static void
 eddy_begin(CustomScanState *node, EState *estate, int eflags)
 {
@@ -389,6 +438,8 @@ eddy_begin(CustomScanState *node, EState *estate, int eflags)
 	es->router.held = es->holding;	/* the initial decisions are made */
 	EddyMigrationInit(es);
 	EddySpillInit(es);
+	if (es->nsources > 1)
+		begin_local_chains(es);
 	es->until_sample = 1;		/* time the first tuple */
 	es->state = EDDY_STATE_READ;
 
@@ -549,6 +600,7 @@ peek_sources(EddyState *es)
 	int			i;
 
 	es->peeked = true;
+	es->peeking = true;			/* local chains stand aside (local_qual_eval) */
 	for (i = 0; i < es->nsources; i++)
 	{
 		EddySource *src = &es->sources[i];
@@ -559,10 +611,433 @@ peek_sources(EddyState *es)
 		if (TupIsNull(src->pending))
 		{
 			src->pending = NULL;
+			es->peeking = false;
 			return false;
 		}
 	}
+	es->peeking = false;
 	return true;
+}
+
+/* Tuples a local chain in a scan filters before it is computed again */
+#define EDDY_LOCAL_RECHECK		1024
+
+/* The local chain in a source's scan: see begin_local_qual */
+typedef struct EddyLocalQual
+{
+	EddyState  *es;
+	int			source;
+	PlanState  *scan;
+	ExprState  *orig;			/* the scan's own qual, or NULL */
+	ExprState  *wrapper;		/* the scan's qual while there is a chain */
+	ExprState **preds;			/* per module: its predicate over the scan
+								 * tuple, or NULL */
+	AttrNumber **probe_attnos;	/* per target: a hash join of this source's
+								 * plain keys, their scan tuple columns */
+	Datum	   *keys;			/* scratch for their values */
+	bool	   *keynulls;
+	bool		passed;			/* the tuple the scan returns passed here */
+	bool		noted;			/* ... its first choice was counted */
+	bool		timed;
+	uint64		done;			/* ... and these selections */
+} EddyLocalQual;
+
+/*
+ * This epoch's local chain of source i: the selections over it alone that
+ * the routing table sends its fresh tuples to, in order, until it sends
+ * them to a join.
+ */
+static void
+compute_local_chain(EddyState *es, int i, EddySource *src)
+{
+	uint64		done = 0;
+	int			target;
+
+	src->local_len = 0;
+	while ((target = EddyRoute(&es->router, 1u << i, done)) != EDDY_ROUTE_OUTPUT &&
+		   es->targets[target].arg != NULL)
+	{
+		Assert(src->local_len < es->nmodules);
+		src->local_chain[src->local_len++] = target;
+		done |= UINT64CONST(1) << es->targets[target].module;
+	}
+	src->local_next = target == EDDY_ROUTE_OUTPUT ? -1 : target;
+	src->local_generation = es->router.generation;
+	src->local_recheck = EDDY_LOCAL_RECHECK;
+
+	/*
+	 * Probe in the scan only while most probes miss: a probe that matches
+	 * is made again by the join itself.  Its observed fan-out is the guide:
+	 * as rank's statistics decay it, or since the start under a policy that
+	 * keeps none (fixed); untried, try it.  Looked at again every
+	 * EDDY_LOCAL_RECHECK tuples the scan filters, whatever the routing
+	 * policy does.
+	 */
+	src->local_probe = false;
+	src->local_exhausted = es->exhausted;
+	if (src->local_next >= 0 && src->local_qual != NULL &&
+		src->local_qual->probe_attnos[src->local_next] != NULL &&
+		EddyHashJoinProbeOnly(es, es->modules[es->targets[src->local_next].module],
+							  es->targets[src->local_next].dir))
+	{
+		EddyModuleStats *st = es->targets[src->local_next].stats;
+		double		in = st->w_in;
+		double		out = st->w_out;
+
+		if (in < 1.0)
+		{
+			in = (double) st->in;
+			out = (double) st->out;
+		}
+		src->local_probe = in < 1.0 || out < 0.5 * in;
+	}
+
+	/*
+	 * The scan evaluates the chain only while there is one: else its own
+	 * filter alone, at no cost to it, and read_source looks again.
+	 */
+	if (src->local_qual != NULL)
+		src->plan->qual = (src->local_len > 0 || src->local_probe) ?
+			src->local_qual->wrapper : src->local_qual->orig;
+}
+
+/*
+ * A fresh tuple of source i (in its slot) enters routing here, where some
+ * selections read its relation alone: the ones this epoch's routing sends
+ * it to first (its local chain) are evaluated on the slot's values, copied
+ * into its range of the wide slot, before anything is made of the tuple,
+ * so that a tuple they drop costs no eddy tuple, no row and no trip through
+ * the main loop.  Counted and timed as route_current would.  Where the
+ * scan can run the chain itself, it does (local_qual_eval).  False if dropped; else done holds the
+ * selections passed, and the routing of the tuple goes on in ROUTE.
+ */
+static bool
+route_locally(EddyState *es, int i, EddySource *src, TupleTableSlot *slot,
+			  uint64 *done)
+{
+	EddyRouter *router = &es->router;
+	ExprContext *econtext = es->css.ss.ps.ps_ExprContext;
+	TupleTableSlot *wide = es->wide;
+	bool		timed;
+	int			k;
+	int			c;
+
+	EddyRouterTupleIn(router);
+	timed = (--es->until_sample <= 0);
+	if (timed)
+		es->until_sample = EDDY_COST_SAMPLE_INTERVAL;
+	es->current_started = true;
+	es->current_fresh = true;
+	es->current_timed = timed;
+	if (src->local_generation != router->generation)
+		compute_local_chain(es, i, src);
+	if (src->local_len == 0)
+		return true;
+
+	ExecClearTuple(wide);
+	for (c = 0; c < src->ncols; c++)
+	{
+		wide->tts_values[src->first_col + c] = slot->tts_values[c];
+		wide->tts_isnull[src->first_col + c] = slot->tts_isnull[c];
+	}
+	ExecStoreVirtualTuple(wide);
+	es->loaded[i] = NULL;		/* no row's: the caller sets it */
+	es->current_fresh = false;
+	EddyRouterNoteFirst(router, src->local_chain[0]);
+	econtext->ecxt_scantuple = wide;
+	for (k = 0; k < src->local_len; k++)
+	{
+		EddyRouteTarget *tg = &es->targets[src->local_chain[k]];
+		EddyPredicate *pred = (EddyPredicate *) tg->arg;
+		MemoryContext oldcontext;
+		bool		pass;
+
+		tg->stats->in++;
+		ResetExprContext(econtext);
+		oldcontext = MemoryContextSwitchTo(econtext->ecxt_per_tuple_memory);
+		if (timed)
+		{
+			double		start = eddy_now_ns();
+
+			pass = EddyPredicateEval(pred, econtext);
+			tg->stats->cost_ns += eddy_now_ns() - start;
+			tg->stats->samples++;
+		}
+		else
+			pass = EddyPredicateEval(pred, econtext);
+		MemoryContextSwitchTo(oldcontext);
+		if (!pass)
+		{
+			InstrCountFiltered1(&es->css, 1);
+			es->current_started = false;
+			return false;
+		}
+		tg->stats->out++;
+		*done |= UINT64CONST(1) << tg->module;
+	}
+	return true;
+}
+
+/*
+ * The local chain in the source's scan.  Where the source is a plain scan
+ * node (ExecScan: a filter, then the projection) and every local selection
+ * can be rewritten over the scan's own tuple (its columns are the scan's
+ * target list's Vars; no subplan), the chain runs inside the scan's qual:
+ * the scan's own filter first, then this epoch's local chain, counted and
+ * timed as route_current would.  A tuple it drops is never projected nor
+ * returned, as in PostgreSQL's plan, where the scan filtered it.  It is
+ * counted by the selection that dropped it, not as the scan's Rows Removed
+ * by Filter (its Filter does not show the eddy's selections).  Then, where
+ * the routing sends the tuple on to a hash join that would not store it,
+ * the join's probe runs there too, and a tuple that finds no match is
+ * dropped (EddyHashJoinProbeMisses counts it as the join would), while
+ * most probes miss: one that matches is made again when the tuple is
+ * routed.  A tuple it passes carries what it did to
+ * read_source in EddyLocalQual; one it drops still counts as read (the
+ * cumulative policy's rows read, EXPLAIN's Tuples Read).  While the eddy
+ * spills, what the scan returns goes to batch files unrouted, and is
+ * routed when its batch is read (route_locally), so the chain stands
+ * aside; so it does for the tuple of every source read ahead before
+ * anything is routed (peek_sources): one empty source, and nothing is.  Only under the build schedule with no delay and no routing hold,
+ * and where state may not migrate: the schedules that pace their sources
+ * (schedule.c) decide which source to read tuple by tuple, and migration
+ * looks for misplaced state at every point of stasis, dropped tuples
+ * included, so there the chain runs in read_source (route_locally), which
+ * then returns to the main loop for each tuple it drops.
+ */
+
+static Datum
+local_qual_eval(ExprState *state, ExprContext *econtext, bool *isnull)
+{
+	EddyLocalQual *lq = (EddyLocalQual *) state->evalfunc_private;
+	EddyState  *es = lq->es;
+	EddySource *src = &es->sources[lq->source];
+	EddyRouter *router = &es->router;
+	uint64		done = 0;
+	bool		timed;
+	int			k;
+
+	lq->passed = false;
+	/* the scan's own filter (ExecScan's ExecQual switched the context) */
+	if (lq->orig != NULL &&
+		!DatumGetBool(ExecEvalExpr(lq->orig, econtext, isnull)))
+	{
+		*isnull = false;
+		return BoolGetDatum(false);
+	}
+	*isnull = false;
+	if (unlikely(es->spill != NULL || es->peeking))
+		return BoolGetDatum(true);	/* routed later, in read_source */
+
+	EddyRouterTupleIn(router);
+	timed = (--es->until_sample <= 0);
+	if (timed)
+		es->until_sample = EDDY_COST_SAMPLE_INTERVAL;
+	if (src->local_generation != router->generation ||
+		src->local_exhausted != es->exhausted || --src->local_recheck <= 0)
+		compute_local_chain(es, lq->source, src);
+	lq->noted = src->local_len > 0;
+	if (lq->noted)
+		EddyRouterNoteFirst(router, src->local_chain[0]);
+	for (k = 0; k < src->local_len; k++)
+	{
+		EddyRouteTarget *tg = &es->targets[src->local_chain[k]];
+		ExprState  *pred = lq->preds[tg->module];
+		bool		predisnull;
+		bool		pass;
+
+		tg->stats->in++;
+		if (timed)
+		{
+			double		start = eddy_now_ns();
+
+			pass = DatumGetBool(ExecEvalExpr(pred, econtext, &predisnull));
+			tg->stats->cost_ns += eddy_now_ns() - start;
+			tg->stats->samples++;
+		}
+		else
+			pass = DatumGetBool(ExecEvalExpr(pred, econtext, &predisnull));
+		if (!pass)
+		{
+			/* the eddy's drop, not the scan's (ExecScan counts it there) */
+			src->nread++;
+			src->scan_dropped++;
+			InstrCountFiltered1(&es->css, 1);
+			if (lq->scan->instrument)
+				lq->scan->instrument->nfiltered1 -= 1;
+			return BoolGetDatum(false);
+		}
+		tg->stats->out++;
+		done |= UINT64CONST(1) << tg->module;
+	}
+
+	/*
+	 * Then a hash join that would neither store the tuple (nothing probes
+	 * its side any more) nor find it a match drops it too: the probe of
+	 * the source read last into the others' state (TPC-H Q17: 6,001,215
+	 * lineitem rows probe 204 of part, 6,088 match).
+	 */
+	if (src->local_probe)
+	{
+		EddyRouteTarget *tg = &es->targets[src->local_next];
+		EddyModule *m = es->modules[tg->module];
+		AttrNumber *attnos = lq->probe_attnos[src->local_next];
+		TupleTableSlot *scantuple = econtext->ecxt_scantuple;
+		int			nkeys = EddyHashJoinSpec(m)->nkeys;
+		double		start = 0;
+		bool		misses;
+
+		for (k = 0; k < nkeys; k++)
+			lq->keys[k] = slot_getattr(scantuple, attnos[k], &lq->keynulls[k]);
+		if (timed)
+			start = eddy_now_ns();
+		misses = EddyHashJoinProbeMisses(es, m, tg->dir, lq->keys, lq->keynulls);
+		if (misses)
+		{
+			if (timed)
+			{
+				tg->stats->cost_ns += eddy_now_ns() - start;
+				tg->stats->samples++;
+			}
+			if (!lq->noted)
+				EddyRouterNoteFirst(router, src->local_next);
+			src->nread++;
+			src->scan_dropped++;
+			if (lq->scan->instrument)
+				lq->scan->instrument->nfiltered1 -= 1;
+			return BoolGetDatum(false);
+		}
+	}
+	lq->passed = true;
+	lq->done = done;
+	lq->timed = timed;
+	return BoolGetDatum(true);
+}
+
+/* Rewrite a predicate over the wide tuple into one over source's scan tuple */
+typedef struct ScanRewrite
+{
+	EddySource *src;
+	List	   *tlist;			/* the scan's target list */
+	bool		ok;
+} ScanRewrite;
+
+static Node *
+scan_rewrite_mutator(Node *node, ScanRewrite *cxt)
+{
+	if (node == NULL)
+		return NULL;
+	if (IsA(node, Var) && ((Var *) node)->varno == INDEX_VAR)
+	{
+		int			c = ((Var *) node)->varattno - 1 - cxt->src->first_col;
+		TargetEntry *tle;
+
+		if (c < 0 || c >= list_length(cxt->tlist))
+		{
+			cxt->ok = false;
+			return node;
+		}
+		tle = list_nth_node(TargetEntry, cxt->tlist, c);
+		if (!IsA(tle->expr, Var))
+		{
+			cxt->ok = false;	/* computed: it would be computed twice */
+			return node;
+		}
+		return (Node *) copyObject(tle->expr);
+	}
+	if (IsA(node, SubPlan) || IsA(node, AlternativeSubPlan))
+	{
+		cxt->ok = false;		/* its state belongs to the eddy */
+		return node;
+	}
+	return expression_tree_mutator(node, scan_rewrite_mutator, (void *) cxt);
+}
+
+/* Put source i's local chain in its scan's qual, where it can be */
+static void
+begin_local_qual(EddyState *es, int i, EddySource *src)
+{
+	PlanState  *scan = src->plan;
+	EddyLocalQual *lq;
+	ExprState  *wrapper;
+	ScanRewrite cxt;
+	int			maxkeys = 0;
+	bool		any;
+	int			j;
+
+	if (!IsA(scan, SeqScanState) && !IsA(scan, IndexScanState) &&
+		!IsA(scan, IndexOnlyScanState) && !IsA(scan, BitmapHeapScanState))
+		return;
+	lq = palloc0(sizeof(EddyLocalQual));
+	lq->preds = palloc0(sizeof(ExprState *) * es->nmodules);
+	cxt.src = src;
+	cxt.tlist = scan->plan->targetlist;
+	cxt.ok = true;
+	for (j = 0; j < es->nmodules && cxt.ok; j++)
+	{
+		EddyModule *m = es->modules[j];
+		Node	   *expr;
+
+		if (m->filter == NULL || (m->target[0].need & ~(1u << i)) != 0)
+			continue;
+		expr = scan_rewrite_mutator((Node *) m->expr, &cxt);
+		if (cxt.ok)
+			lq->preds[j] = ExecInitQual(list_make1(expr), scan);
+	}
+	if (!cxt.ok)
+		return;					/* route_locally does it */
+
+	/* the hash joins this source's tuples may go to first, on plain keys */
+	lq->probe_attnos = palloc0(sizeof(AttrNumber *) * es->ntargets);
+	any = src->local_sels;
+	for (j = 0; j < es->ntargets; j++)
+	{
+		EddyRouteTarget *tg = &es->targets[j];
+		EddyModule *m = es->modules[tg->module];
+		EddyJoinSpec *ends;
+		AttrNumber *attnos;
+		int			k;
+
+		if (!EddyModuleIsHashJoin(m))
+			continue;
+		ends = EddyHashJoinSpec(m);
+		if (ends->rel[tg->dir] != i || !ends->plainkeys[tg->dir])
+			continue;
+		attnos = palloc(sizeof(AttrNumber) * ends->nkeys);
+		for (k = 0; k < ends->nkeys; k++)
+		{
+			int			c = ends->keycol[tg->dir][k];
+			TargetEntry *tle;
+
+			if (c < 0 || c >= list_length(cxt.tlist))
+				break;
+			tle = list_nth_node(TargetEntry, cxt.tlist, c);
+			if (!IsA(tle->expr, Var) || ((Var *) tle->expr)->varattno <= 0)
+				break;
+			attnos[k] = ((Var *) tle->expr)->varattno;
+		}
+		if (k < ends->nkeys)
+			continue;
+		lq->probe_attnos[j] = attnos;
+		maxkeys = Max(maxkeys, ends->nkeys);
+		any = true;
+	}
+	if (!any)
+		return;					/* nothing to do there */
+	lq->keys = palloc(sizeof(Datum) * Max(maxkeys, 1));
+	lq->keynulls = palloc(sizeof(bool) * Max(maxkeys, 1));
+	lq->es = es;
+	lq->source = i;
+	lq->scan = scan;
+	lq->orig = scan->qual;
+	wrapper = makeNode(ExprState);
+	wrapper->flags = EEO_FLAG_IS_QUAL;
+	wrapper->evalfunc = local_qual_eval;
+	wrapper->evalfunc_private = lq;
+	wrapper->parent = scan;
+	lq->wrapper = wrapper;
+	scan->qual = wrapper;
+	src->local_qual = lq;
 }
 
 static EddyTuple *
@@ -577,6 +1052,9 @@ read_source(EddyState *es)
 		EddySource *src;
 		TupleTableSlot *slot;
 		EddyTuple  *t;
+		uint64		done;
+		bool		from_scan;
+		bool		filled;
 
 		if (likely(es->schedule == EDDY_SCHEDULE_BUILD && !es->delayed))
 		{
@@ -593,13 +1071,17 @@ read_source(EddyState *es)
 		else if ((i = EddyScheduleNext(es)) < 0)
 			return NULL;
 		src = &es->sources[i];
+		from_scan = true;
 		if (src->pending != NULL)
 		{
 			slot = src->pending;	/* read by peek_sources */
 			src->pending = NULL;
 		}
 		else if (unlikely(es->spill != NULL))
+		{
 			slot = EddySpillRead(es, i);	/* a batch's file */
+			from_scan = false;
+		}
 		else
 			slot = ExecProcNode(src->plan);
 		if (TupIsNull(slot))
@@ -617,11 +1099,52 @@ read_source(EddyState *es)
 		if (unlikely(es->holding))
 			EddyScheduleCheckHold(es);
 		slot_getsomeattrs(slot, src->ncols);
+		done = 0;
+		filled = false;
+		if (src->local_qual != NULL && !src->local_qual->passed &&
+			!es->peeking && es->spill == NULL &&
+			(src->local_generation != es->router.generation ||
+			 src->local_exhausted != es->exhausted ||
+			 --src->local_recheck <= 0))
+			compute_local_chain(es, i, src);	/* may put the chain back */
+		if (from_scan && src->local_qual != NULL && src->local_qual->passed)
+		{
+			/* its scan's qual began routing it (local_qual_eval) */
+			EddyLocalQual *lq = src->local_qual;
+
+			lq->passed = false;
+			done = lq->done;
+			es->current_started = true;
+			es->current_fresh = !lq->noted;
+			es->current_timed = lq->timed;
+		}
+		else if (src->local_sels)
+		{
+			if (!route_locally(es, i, src, slot, &done))
+			{
+				/* dropped: nothing was made of it */
+				if (unlikely(es->migrating))
+				{
+					/* migration looks at every point of stasis */
+					es->stasis_due = true;
+					return NULL;
+				}
+				CHECK_FOR_INTERRUPTS();
+				continue;
+			}
+			filled = done != 0;
+		}
 		t = EddyTupleAlloc(es, &es->transient);
 		memset(t->rows, 0, sizeof(EddyRow *) * es->nsources);
 		t->spans = 1u << i;
-		t->done = 0;
+		t->done = done;
 		t->rows[i] = EddyRowFromSlot(es, src, slot);
+		if (filled)
+		{
+			/* route_locally put its values in the wide slot */
+			es->loaded[i] = t->rows[i];
+			es->loaded_any = true;
+		}
 		return t;
 	}
 }
@@ -795,6 +1318,12 @@ eddy_exec_node(PlanState *pstate)
 						return slot;
 					}
 					t = read_source(es);
+					if (t == NULL && es->stasis_due)
+					{
+						es->stasis_due = false;
+						es->state = EDDY_STATE_STASIS;
+						break;
+					}
 					if (t == NULL)
 					{
 						/* spilled: the next batch, if any */
@@ -806,7 +1335,15 @@ eddy_exec_node(PlanState *pstate)
 						es->state = EDDY_STATE_DONE;
 						return NULL;
 					}
-					start_route(es, t, true);
+					if (es->current_started)
+					{
+						/* route_locally began: counted, maybe routed */
+						es->current_started = false;
+						es->current = t;
+						es->state = EDDY_STATE_ROUTE;
+					}
+					else
+						start_route(es, t, true);
 				}
 				/* FALLTHROUGH */
 
@@ -906,6 +1443,8 @@ eddy_rescan(CustomScanState *node)
 	es->peeked = false;
 	es->seq = 0;
 	es->unbuilt = false;
+	es->current_started = false;
+	es->stasis_due = false;
 	EddySpillEnd(es, true);
 	for (i = 0; i < es->nmodules; i++)
 	{

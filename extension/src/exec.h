@@ -129,10 +129,24 @@ typedef struct EddySource
 	bool		exhausted;
 	int			exhausted_rank; /* 1 for the first source to run out, ... */
 	uint64		nread;			/* tuples read */
+	uint64		scan_dropped;	/* ... of which its scan dropped (exec.c,
+								 * local chains), so did not return */
 	double		rate;			/* eddy.source_rates (proportional schedule) */
 	double		delay_ms;		/* eddy.source_delays */
 	double		hold_pct;		/* eddy.routing_hold: percent, 0 if none */
 	uint64		hold_rows;		/* ... as rows of the planner's estimate */
+	int		   *local_chain;	/* selections over it alone: NULL if none;
+								 * else this epoch's first choices of its
+								 * tuples that are such selections (exec.c) */
+	int			local_len;
+	int			local_next;		/* ... and the target after it, or -1 */
+	bool		local_probe;	/* ... a hash join probed in the scan */
+	int			local_recheck;	/* ... tuples until it is computed again */
+	uint32		local_exhausted;	/* ... the sources exhausted then */
+	bool		local_sels;		/* some selections read it alone */
+	uint64		local_generation;	/* the router's generation it is of */
+	struct EddyLocalQual *local_qual;	/* the chain in its scan's qual, or
+										 * NULL (exec.c) */
 
 	/* reached through an index join */
 	Oid			heapoid;
@@ -376,6 +390,7 @@ struct EddyState
 	int			nexhausted;		/* ... and how many */
 	EddySchedule schedule;
 	bool		peeked;			/* every source's first tuple read ahead */
+	bool		peeking;		/* ... being read ahead */
 	bool		delayed;		/* some source has an initial delay */
 	TimestampTz start_time;		/* of the first read, when delayed */
 	bool		holding;		/* eddy.routing_hold not yet released */
@@ -393,6 +408,9 @@ struct EddyState
 	EddyTuple  *current;
 	bool		current_fresh;	/* read from a source, not yet routed */
 	bool		current_timed;
+	bool		current_started;	/* read_source began routing it */
+	bool		stasis_due;		/* read_source dropped a tuple: a point of
+								 * stasis before reading on (migration) */
 	int			until_sample;
 	EddyFrame  *stack;
 	int			nstack;
@@ -628,6 +646,9 @@ typedef struct EddySigCount
 extern bool EddyModuleIsHashJoin(EddyModule *m);
 extern EddyJoinSpec *EddyHashJoinSpec(EddyModule *m);
 extern Stair *EddyHashJoinStair(EddyModule *m, int side);
+extern bool EddyHashJoinProbeOnly(EddyState *es, EddyModule *m, int dir);
+extern bool EddyHashJoinProbeMisses(EddyState *es, EddyModule *m, int dir,
+									Datum *keys, bool *isnull);
 extern int	EddyHashJoinSigs(EddyModule *m, int side, EddySigCount **sigs);
 extern void EddyHashJoinForgetSigs(EddyModule *m);
 

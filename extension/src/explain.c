@@ -207,6 +207,7 @@ EddyExplain(CustomScanState *node, List *ancestors, ExplainState *xs)
 	bool		useprefix = es->nsources > 1 || xs->verbose;
 	List	   *context;
 	int			i;
+	bool		dropped_in_scans = false;
 
 	context = set_deparse_context_plan(xs->deparse_cxt, node->ss.ps.plan,
 									   ancestors);
@@ -288,7 +289,12 @@ EddyExplain(CustomScanState *node, List *ancestors, ExplainState *xs)
 
 	if (!analyze)
 		return;
-	if (!es->chain && (es->schedule != EDDY_SCHEDULE_BUILD || es->delayed))
+	for (i = 0; i < es->nsources; i++)
+		if (es->sources[i].scan_dropped > 0)
+			dropped_in_scans = true;
+	/* what the eddy read, where that is not what its scans returned */
+	if (!es->chain && (es->schedule != EDDY_SCHEDULE_BUILD || es->delayed ||
+					   dropped_in_scans))
 	{
 		StringInfoData buf;
 

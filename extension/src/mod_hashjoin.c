@@ -639,6 +639,53 @@ hashjoin_route(EddyState *es, EddyModule *m, int dir, EddyTuple *t)
 }
 
 /*
+ * Does routing a fresh tuple of side dir's relation into this join only
+ * probe?  So when nothing can probe its side any more (it would not be
+ * stored), and not in SteM mode, where a probe builds.
+ */
+bool
+EddyHashJoinProbeOnly(EddyState *es, EddyModule *m, int dir)
+{
+	EddyHashJoin *hj = (EddyHashJoin *) m;
+
+	Assert(EddyModuleIsHashJoin(m));
+	return !es->stems && (hj->probers[dir] & ~es->exhausted) == 0;
+}
+
+/*
+ * Would routing a fresh tuple of side dir's relation, whose key values are
+ * keys (isnull), into this join make nothing and store nothing?  So when
+ * it only probes (EddyHashJoinProbeOnly) and matches nothing in the other
+ * side's STAIR: then it is counted here as hashjoin_route counts such a
+ * tuple, and true is returned: the caller drops it (exec.c's local chain,
+ * in the source's scan).  False when it might make or store something:
+ * nothing is counted, and the tuple is routed (and probes again).
+ */
+bool
+EddyHashJoinProbeMisses(EddyState *es, EddyModule *m, int dir, Datum *keys,
+						bool *isnull)
+{
+	EddyHashJoin *hj = (EddyHashJoin *) m;
+	Stair	   *other = hj->stair[1 - dir];
+	uint32		hash;
+
+	if (!EddyHashJoinProbeOnly(es, m, dir))
+		return false;
+	if (other->nentries > 0 &&
+		StairKeysHash(&hj->ends.keys, dir, keys, isnull, &hash))
+	{
+		if (StairContains(other, hash, keys))
+			return false;
+		other->probed++;		/* a probe that found nothing */
+	}
+	m->stats[dir].in++;
+	m->stats[dir].pairs += (double) other->nentries;
+	hj->stair[dir]->complete = false;
+	hj->stair[dir]->skipped++;
+	return true;
+}
+
+/*
  * What state migration (migrate.c) needs of a hash join: whether a module
  * is one, its ends and STAIRs, and the key values and hash of a tuple on
  * one side (false if a key is NULL).  By-reference computed keys are made

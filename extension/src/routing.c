@@ -555,6 +555,7 @@ compute_chain(EddyRouter *router)
 static void
 next_epoch(EddyRouter *router)
 {
+	router->generation++;
 	router->epoch++;
 	if (router->epoch == 0)		/* wrapped: 0 would match fresh entries */
 	{

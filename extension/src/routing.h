@@ -136,6 +136,7 @@ typedef struct EddyRouter
 	uint32		nentries;
 	uint32		nentries_used;
 	uint32		epoch;
+	uint64		generation;		/* epochs started: never wraps, unlike epoch */
 
 	/*
 	 * The chain: when every module is a filter of one source, every tuple
