@@ -31,10 +31,10 @@ pg_source() {
             echo "adding deb-src twins of debian.sources in $twin"
             sed -E 's/^Types:.*/Types: deb-src/' /etc/apt/sources.list.d/debian.sources >"$twin"
         fi
+        apt-get update -q >/dev/null || die "apt-get update failed"
         command -v dpkg-source >/dev/null 2>&1 ||
             DEBIAN_FRONTEND=noninteractive apt-get install -y -q dpkg-dev >/dev/null ||
             die "cannot install dpkg-dev"
-        apt-get update -q >/dev/null || die "apt-get update failed"
         mkdir -p "$SRC_CACHE"
         (cd "$SRC_CACHE" && apt-get source -q "$PG_SRC_PACKAGE=$PG_SRC_VERSION") ||
             die "apt-get source $PG_SRC_PACKAGE=$PG_SRC_VERSION failed"

@@ -630,10 +630,12 @@ typedef struct EddyLocalQual
 	PlanState  *scan;
 	ExprState  *orig;			/* the scan's own qual, or NULL */
 	ExprState  *wrapper;		/* the scan's qual while there is a chain */
-	ExprState **preds;			/* per module: its predicate over the scan
-								 * tuple, or NULL */
+	EddyPredicate *preds;		/* per module: its predicate over the scan
+								 * tuple (no fast path: the scan tuple is
+								 * deformed as the predicate reads it) */
 	AttrNumber **probe_attnos;	/* per target: a hash join of this source's
 								 * plain keys, their scan tuple columns */
+	int		   *probe_nkeys;	/* ... and how many */
 	Datum	   *keys;			/* scratch for their values */
 	bool	   *keynulls;
 	bool		passed;			/* the tuple the scan returns passed here */
@@ -641,6 +643,32 @@ typedef struct EddyLocalQual
 	bool		timed;
 	uint64		done;			/* ... and these selections */
 } EddyLocalQual;
+
+/*
+ * A local chain's filter tg on econtext's scan tuple: counted as
+ * route_current counts it, and timed when the tuple is.  True if it passed.
+ */
+static pg_attribute_always_inline bool
+local_filter(EddyRouteTarget *tg, EddyPredicate *pred, ExprContext *econtext,
+			 bool timed)
+{
+	bool		pass;
+
+	tg->stats->in++;
+	if (timed)
+	{
+		double		start = eddy_now_ns();
+
+		pass = EddyPredicateEval(pred, econtext);
+		tg->stats->cost_ns += eddy_now_ns() - start;
+		tg->stats->samples++;
+	}
+	else
+		pass = EddyPredicateEval(pred, econtext);
+	if (pass)
+		tg->stats->out++;
+	return pass;
+}
 
 /*
  * This epoch's local chain of source i: the selections over it alone that
@@ -748,23 +776,12 @@ route_locally(EddyState *es, int i, EddySource *src, TupleTableSlot *slot,
 	for (k = 0; k < src->local_len; k++)
 	{
 		EddyRouteTarget *tg = &es->targets[src->local_chain[k]];
-		EddyPredicate *pred = (EddyPredicate *) tg->arg;
 		MemoryContext oldcontext;
 		bool		pass;
 
-		tg->stats->in++;
 		ResetExprContext(econtext);
 		oldcontext = MemoryContextSwitchTo(econtext->ecxt_per_tuple_memory);
-		if (timed)
-		{
-			double		start = eddy_now_ns();
-
-			pass = EddyPredicateEval(pred, econtext);
-			tg->stats->cost_ns += eddy_now_ns() - start;
-			tg->stats->samples++;
-		}
-		else
-			pass = EddyPredicateEval(pred, econtext);
+		pass = local_filter(tg, (EddyPredicate *) tg->arg, econtext, timed);
 		MemoryContextSwitchTo(oldcontext);
 		if (!pass)
 		{
@@ -772,7 +789,6 @@ route_locally(EddyState *es, int i, EddySource *src, TupleTableSlot *slot,
 			es->current_started = false;
 			return false;
 		}
-		tg->stats->out++;
 		*done |= UINT64CONST(1) << tg->module;
 	}
 	return true;
@@ -842,22 +858,8 @@ local_qual_eval(ExprState *state, ExprContext *econtext, bool *isnull)
 	for (k = 0; k < src->local_len; k++)
 	{
 		EddyRouteTarget *tg = &es->targets[src->local_chain[k]];
-		ExprState  *pred = lq->preds[tg->module];
-		bool		predisnull;
-		bool		pass;
 
-		tg->stats->in++;
-		if (timed)
-		{
-			double		start = eddy_now_ns();
-
-			pass = DatumGetBool(ExecEvalExpr(pred, econtext, &predisnull));
-			tg->stats->cost_ns += eddy_now_ns() - start;
-			tg->stats->samples++;
-		}
-		else
-			pass = DatumGetBool(ExecEvalExpr(pred, econtext, &predisnull));
-		if (!pass)
+		if (!local_filter(tg, &lq->preds[tg->module], econtext, timed))
 		{
 			/* the eddy's drop, not the scan's (ExecScan counts it there) */
 			src->nread++;
@@ -867,7 +869,6 @@ local_qual_eval(ExprState *state, ExprContext *econtext, bool *isnull)
 				lq->scan->instrument->nfiltered1 -= 1;
 			return BoolGetDatum(false);
 		}
-		tg->stats->out++;
 		done |= UINT64CONST(1) << tg->module;
 	}
 
@@ -883,7 +884,7 @@ local_qual_eval(ExprState *state, ExprContext *econtext, bool *isnull)
 		EddyModule *m = es->modules[tg->module];
 		AttrNumber *attnos = lq->probe_attnos[src->local_next];
 		TupleTableSlot *scantuple = econtext->ecxt_scantuple;
-		int			nkeys = EddyHashJoinSpec(m)->nkeys;
+		int			nkeys = lq->probe_nkeys[src->local_next];
 		double		start = 0;
 		bool		misses;
 
@@ -969,7 +970,7 @@ begin_local_qual(EddyState *es, int i, EddySource *src)
 		!IsA(scan, IndexOnlyScanState) && !IsA(scan, BitmapHeapScanState))
 		return;
 	lq = palloc0(sizeof(EddyLocalQual));
-	lq->preds = palloc0(sizeof(ExprState *) * es->nmodules);
+	lq->preds = palloc0(sizeof(EddyPredicate) * es->nmodules);
 	cxt.src = src;
 	cxt.tlist = scan->plan->targetlist;
 	cxt.ok = true;
@@ -982,13 +983,14 @@ begin_local_qual(EddyState *es, int i, EddySource *src)
 			continue;
 		expr = scan_rewrite_mutator((Node *) m->expr, &cxt);
 		if (cxt.ok)
-			lq->preds[j] = ExecInitQual(list_make1(expr), scan);
+			lq->preds[j].qual = ExecInitQual(list_make1(expr), scan);
 	}
 	if (!cxt.ok)
 		return;					/* route_locally does it */
 
 	/* the hash joins this source's tuples may go to first, on plain keys */
 	lq->probe_attnos = palloc0(sizeof(AttrNumber *) * es->ntargets);
+	lq->probe_nkeys = palloc0(sizeof(int) * es->ntargets);
 	any = src->local_sels;
 	for (j = 0; j < es->ntargets; j++)
 	{
@@ -1019,6 +1021,7 @@ begin_local_qual(EddyState *es, int i, EddySource *src)
 		if (k < ends->nkeys)
 			continue;
 		lq->probe_attnos[j] = attnos;
+		lq->probe_nkeys[j] = ends->nkeys;
 		maxkeys = Max(maxkeys, ends->nkeys);
 		any = true;
 	}

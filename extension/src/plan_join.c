@@ -1636,7 +1636,7 @@ estimated_join_state(PlannerInfo *root, EddyJoinPath *jp, List *order,
  * spills (spill.c), which costs more than PostgreSQL's batching.  Decides
  * the reading order (jp->reading_order) the plan will use, so that the
  * estimate is of that order's state, and estimates the part of it stored
- * for certain (jp->certain_state).  
+ * for certain (jp->certain_state).
  */
 static bool
 join_state_fits(PlannerInfo *root, EddyJoinPath *jp)
