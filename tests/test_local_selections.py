@@ -10,7 +10,9 @@ source schedule.
 (500 rows, read first and stored) on ``k``; ``fact.v < 2000`` keeps one row
 in ten of ``fact`` and ``dim.tag <> 'x'`` drops ``dim``'s 25 'x' rows.
 ``eddy.selection_min_cost = 0`` routes both.  The fixed policy sends every
-tuple to its selections first, so the counts are exact.
+tuple to its selections first, so the counts are exact.  Last, the same
+selections over a relation an index join reaches, run as each heap tuple is
+fetched (mod_indexjoin.c, "Fetch chains").
 """
 
 from __future__ import annotations
@@ -178,4 +180,87 @@ def test_a_probe_that_misses_is_dropped_in_the_scan(star):
     assert stairs["dim.k"]["Probed"] == FACT
     assert stairs["dim.k"]["Matched"] == FACT // 20
     assert stairs["fact.k"]["Skipped"] == FACT  # no fact row is stored
+    assert multiset(star.execute(query).fetchall()) == expected
+
+
+# --------------------------------------------------------------------------- fetch chains
+#
+# dim (500 rows) reaches fact through an index on fact.k (join_method =
+# index): every dim row that passes its selection fetches its 40 fact rows,
+# and the selections over fact alone run on each heap tuple as it is
+# fetched, before the eddy makes anything of it (mod_indexjoin.c, "Fetch
+# chains").  A selection with a subplan cannot be rewritten over the heap
+# tuple: that query is the same join without the fetch chain.
+
+def index_join_of(eddy: dict) -> dict:
+    joins = [op for op in eddy["Operators"] if op["Operator Type"] == "Index Join"]
+    assert len(joins) == 1, eddy["Operators"]
+    return joins[0]
+
+
+def fetched_and_kept() -> tuple[int, int]:
+    """fact rows whose dim row passes, and those of them with v < 2000."""
+    kept_dims = {g for g in range(DIM) if g % 20 != 3}
+    fetched = [g for g in range(FACT) if g % DIM in kept_dims]
+    return len(fetched), sum(1 for g in fetched if (g * 7919) % FACT < 2000)
+
+
+def test_an_index_join_drops_at_fetch_what_its_relation_s_selections_drop(star):
+    """Counted as the main loop would count it: the join made every match,
+    the selection saw each once, every match was a routed tuple; only
+    where the drop happened differs from the same join without the chain."""
+    star.execute("CREATE INDEX fact_k ON fact (k)")
+    with_chain = QUERY
+    without = """SELECT fact.id, fact.v, dim.tag FROM fact JOIN dim ON fact.k = dim.k
+                 WHERE fact.v < (SELECT 2000 WHERE fact.k >= 0) AND dim.tag <> 'x'"""
+    expected = expected_result(star)
+    assert vanilla_multiset(star, without) == expected
+    fetched, kept = fetched_and_kept()
+    assert sum(expected.values()) == kept
+    runs = {}
+    for name, query in (("chain", with_chain), ("none", without)):
+        eddy = explain_eddy(star, query, routing_policy="fixed", join_method="index")
+        join = index_join_of(eddy)
+        sel = operators(eddy)["fact"]
+        assert join["Tuples Out"] == fetched
+        assert sel["Tuples In"] == fetched and sel["Tuples First"] == 0
+        assert sel["Tuples Out"] == kept
+        assert eddy["Actual Rows"] == kept
+        runs[name] = (eddy, join)
+        assert multiset(star.execute(query).fetchall()) == expected
+    assert runs["chain"][1]["Dropped at Fetch"] == fetched - kept
+    assert "Dropped at Fetch" not in runs["none"][1]
+    assert runs["chain"][0]["Tuples Routed"] == runs["none"][0]["Tuples Routed"]
+    assert runs["chain"][0]["Recomputations"] == runs["none"][0]["Recomputations"]
+
+
+@pytest.mark.parametrize("policy", ["rank", "fixed", "random", "lottery", "cumulative"])
+@pytest.mark.parametrize("migrate", [0, 1])
+def test_fetch_chains_under_every_policy_and_forced_migration(star, policy, migrate):
+    """With a hash join beside the index join, state migration's replay
+    fetches again (without the chain, counting nothing) and forced
+    migrations check the state's invariants: PostgreSQL's answer always, a
+    division that would fail on the rows the l.v selection drops never
+    raised, and a fetch chain wherever the routing sends fact's matches
+    to its selections first."""
+    star.execute("""
+        CREATE INDEX fact_k ON fact (k);
+        CREATE TABLE dim2 (k int, w int);
+        INSERT INTO dim2 SELECT g, g * 7 FROM generate_series(0, 49) g;
+        ANALYZE dim2;
+    """)
+    query = """SELECT fact.id, dim.tag, dim2.w FROM dim
+               JOIN fact ON fact.k = dim.k JOIN dim2 ON dim2.k = fact.id % 50
+               WHERE fact.v < 2000 AND 1000 / (fact.v - 2500) < 0
+                 AND dim.tag <> 'x' AND dim2.w % 3 <> 0"""
+    expected = vanilla_multiset(star, query)
+    assert sum(expected.values()) > 0
+    set_gucs(star, debug_migrate_every=migrate, migration="guarded" if migrate else "off")
+    eddy = explain_eddy(star, query, routing_policy=policy, join_method="index")
+    join = index_join_of(eddy)
+    assert eddy["Actual Rows"] == sum(expected.values())
+    if policy == "fixed":
+        assert join["Dropped at Fetch"] > 0
+    if migrate:
+        assert eddy["Migrations"] > 0
     assert multiset(star.execute(query).fetchall()) == expected

@@ -59,7 +59,11 @@
  * runs inside the scan's qual, after the scan's own filter and before its
  * projection, as PostgreSQL's plan filters there (begin_local_qual); else
  * read_source runs it on the values the scan returned (route_locally).
- * Either way counted, timed and recorded as the main loop would.
+ * Either way counted, timed and recorded as the main loop would.  An
+ * index-joined source has the same at fetch time: its join evaluates the
+ * selections the routing sends its matches to first on the heap tuple
+ * (mod_indexjoin.c, "Fetch chains"), and a match that passes enters the
+ * main loop already counted (drain_started).
  *
  * In a parallel plan each participant runs its own eddy over its share of
  * one source and the whole of the others (parallel.c).
@@ -369,6 +373,9 @@ begin_local_chains(EddyState *es)
 		if (!paced)
 			begin_local_qual(es, i, src);
 	}
+	/* and index-joined sources at fetch time (mod_indexjoin.c) */
+	for (j = 0; j < es->nmodules; j++)
+		EddyIndexJoinBeginChain(es, es->modules[j]);
 }
 
 static void
@@ -645,32 +652,6 @@ typedef struct EddyLocalQual
 } EddyLocalQual;
 
 /*
- * A local chain's filter tg on econtext's scan tuple: counted as
- * route_current counts it, and timed when the tuple is.  True if it passed.
- */
-static pg_attribute_always_inline bool
-local_filter(EddyRouteTarget *tg, EddyPredicate *pred, ExprContext *econtext,
-			 bool timed)
-{
-	bool		pass;
-
-	tg->stats->in++;
-	if (timed)
-	{
-		double		start = eddy_now_ns();
-
-		pass = EddyPredicateEval(pred, econtext);
-		tg->stats->cost_ns += eddy_now_ns() - start;
-		tg->stats->samples++;
-	}
-	else
-		pass = EddyPredicateEval(pred, econtext);
-	if (pass)
-		tg->stats->out++;
-	return pass;
-}
-
-/*
  * This epoch's local chain of source i: the selections over it alone that
  * the routing table sends its fresh tuples to, in order, until it sends
  * them to a join.
@@ -781,7 +762,7 @@ route_locally(EddyState *es, int i, EddySource *src, TupleTableSlot *slot,
 
 		ResetExprContext(econtext);
 		oldcontext = MemoryContextSwitchTo(econtext->ecxt_per_tuple_memory);
-		pass = local_filter(tg, (EddyPredicate *) tg->arg, econtext, timed);
+		pass = EddyLocalFilter(tg, (EddyPredicate *) tg->arg, econtext, timed);
 		MemoryContextSwitchTo(oldcontext);
 		if (!pass)
 		{
@@ -859,7 +840,7 @@ local_qual_eval(ExprState *state, ExprContext *econtext, bool *isnull)
 	{
 		EddyRouteTarget *tg = &es->targets[src->local_chain[k]];
 
-		if (!local_filter(tg, &lq->preds[tg->module], econtext, timed))
+		if (!EddyLocalFilter(tg, &lq->preds[tg->module], econtext, timed))
 		{
 			/* the eddy's drop, not the scan's (ExecScan counts it there) */
 			src->nread++;
@@ -915,16 +896,25 @@ local_qual_eval(ExprState *state, ExprContext *econtext, bool *isnull)
 	return BoolGetDatum(true);
 }
 
-/* Rewrite a predicate over the wide tuple into one over source's scan tuple */
-typedef struct ScanRewrite
+/*
+ * Rewrite a predicate over the wide tuple into one over a source's own
+ * tuple: its scan's (tlist: the scan's target list, whose Vars its columns
+ * are) or its heap tuple's (heap: an index-joined source's columns are heap
+ * attributes, src->attnos).  NULL where it cannot be: a column outside
+ * the source's range, or computed by the scan (it would be computed twice),
+ * or a system column of a heap tuple, or a subplan (its state belongs to
+ * the eddy).
+ */
+typedef struct SourceRewrite
 {
 	EddySource *src;
-	List	   *tlist;			/* the scan's target list */
+	List	   *tlist;
+	bool		heap;
 	bool		ok;
-} ScanRewrite;
+} SourceRewrite;
 
 static Node *
-scan_rewrite_mutator(Node *node, ScanRewrite *cxt)
+source_rewrite_mutator(Node *node, SourceRewrite *cxt)
 {
 	if (node == NULL)
 		return NULL;
@@ -932,7 +922,20 @@ scan_rewrite_mutator(Node *node, ScanRewrite *cxt)
 	{
 		int			c = ((Var *) node)->varattno - 1 - cxt->src->first_col;
 		TargetEntry *tle;
+		Var		   *var;
 
+		if (cxt->heap)
+		{
+			if (c < 0 || c >= cxt->src->ncols || cxt->src->attnos[c] <= 0)
+			{
+				cxt->ok = false;
+				return node;
+			}
+			var = copyObject((Var *) node);
+			var->varno = 1;		/* any plain varno reads the scan tuple */
+			var->varattno = cxt->src->attnos[c];
+			return (Node *) var;
+		}
 		if (c < 0 || c >= list_length(cxt->tlist))
 		{
 			cxt->ok = false;
@@ -941,17 +944,31 @@ scan_rewrite_mutator(Node *node, ScanRewrite *cxt)
 		tle = list_nth_node(TargetEntry, cxt->tlist, c);
 		if (!IsA(tle->expr, Var))
 		{
-			cxt->ok = false;	/* computed: it would be computed twice */
+			cxt->ok = false;
 			return node;
 		}
 		return (Node *) copyObject(tle->expr);
 	}
 	if (IsA(node, SubPlan) || IsA(node, AlternativeSubPlan))
 	{
-		cxt->ok = false;		/* its state belongs to the eddy */
+		cxt->ok = false;
 		return node;
 	}
-	return expression_tree_mutator(node, scan_rewrite_mutator, (void *) cxt);
+	return expression_tree_mutator(node, source_rewrite_mutator, (void *) cxt);
+}
+
+Node *
+EddyRewriteForSource(Node *expr, EddySource *src, List *tlist, bool heap)
+{
+	SourceRewrite cxt;
+	Node	   *result;
+
+	cxt.src = src;
+	cxt.tlist = tlist;
+	cxt.heap = heap;
+	cxt.ok = true;
+	result = source_rewrite_mutator(expr, &cxt);
+	return cxt.ok ? result : NULL;
 }
 
 /* Put source i's local chain in its scan's qual, where it can be */
@@ -961,7 +978,7 @@ begin_local_qual(EddyState *es, int i, EddySource *src)
 	PlanState  *scan = src->plan;
 	EddyLocalQual *lq;
 	ExprState  *wrapper;
-	ScanRewrite cxt;
+	List	   *tlist = scan->plan->targetlist;
 	int			maxkeys = 0;
 	bool		any;
 	int			j;
@@ -971,22 +988,18 @@ begin_local_qual(EddyState *es, int i, EddySource *src)
 		return;
 	lq = palloc0(sizeof(EddyLocalQual));
 	lq->preds = palloc0(sizeof(EddyPredicate) * es->nmodules);
-	cxt.src = src;
-	cxt.tlist = scan->plan->targetlist;
-	cxt.ok = true;
-	for (j = 0; j < es->nmodules && cxt.ok; j++)
+	for (j = 0; j < es->nmodules; j++)
 	{
 		EddyModule *m = es->modules[j];
 		Node	   *expr;
 
 		if (m->filter == NULL || (m->target[0].need & ~(1u << i)) != 0)
 			continue;
-		expr = scan_rewrite_mutator((Node *) m->expr, &cxt);
-		if (cxt.ok)
-			lq->preds[j].qual = ExecInitQual(list_make1(expr), scan);
+		expr = EddyRewriteForSource((Node *) m->expr, src, tlist, false);
+		if (expr == NULL)
+			return;				/* route_locally does it */
+		lq->preds[j].qual = ExecInitQual(list_make1(expr), scan);
 	}
-	if (!cxt.ok)
-		return;					/* route_locally does it */
 
 	/* the hash joins this source's tuples may go to first, on plain keys */
 	lq->probe_attnos = palloc0(sizeof(AttrNumber *) * es->ntargets);
@@ -1011,9 +1024,9 @@ begin_local_qual(EddyState *es, int i, EddySource *src)
 			int			c = ends->keycol[tg->dir][k];
 			TargetEntry *tle;
 
-			if (c < 0 || c >= list_length(cxt.tlist))
+			if (c < 0 || c >= list_length(tlist))
 				break;
-			tle = list_nth_node(TargetEntry, cxt.tlist, c);
+			tle = list_nth_node(TargetEntry, tlist, c);
 			if (!IsA(tle->expr, Var) || ((Var *) tle->expr)->varattno <= 0)
 				break;
 			attnos[k] = ((Var *) tle->expr)->varattno;
@@ -1375,6 +1388,14 @@ eddy_exec_node(PlanState *pstate)
 					{
 						es->nstack--;
 						es->state = EDDY_STATE_DRAIN;
+					}
+					else if (es->drain_started)
+					{
+						/* an index join's fetch chain began: counted, timed */
+						es->drain_started = false;
+						es->current = t;
+						es->current_fresh = false;
+						es->state = EDDY_STATE_ROUTE;
 					}
 					else
 						start_route(es, t, false);

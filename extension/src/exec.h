@@ -290,6 +290,7 @@ struct EddyModule
 extern EddyModule *EddySelectionBegin(EddyState *es, List *desc, int index);
 extern EddyModule *EddyHashJoinBegin(EddyState *es, List *desc, int index);
 extern EddyModule *EddyIndexJoinBegin(EddyState *es, List *desc, int index);
+extern void EddyIndexJoinBeginChain(EddyState *es, EddyModule *m);
 
 /*
  * The two ends of a join module and how a tuple's keys are read from them
@@ -409,6 +410,8 @@ struct EddyState
 	bool		current_fresh;	/* read from a source, not yet routed */
 	bool		current_timed;
 	bool		current_started;	/* read_source began routing it */
+	bool		drain_started;	/* an index join's fetch chain began routing
+								 * the tuple its frame returns (mod_indexjoin.c) */
 	bool		stasis_due;		/* read_source dropped a tuple: a point of
 								 * stasis before reading on (migration) */
 	int			until_sample;
@@ -478,6 +481,8 @@ extern EddyFrame *EddyPushFrame(EddyState *es, EddyModule *m, int dir,
 								EddyTuple *probe);
 extern void EddyReplay(EddyState *es, EddyTuple *t);
 extern uint64 *EddySelectionsAlone(EddyState *es);
+extern Node *EddyRewriteForSource(Node *expr, EddySource *src, List *tlist,
+								  bool heap);
 
 /*
  * Nothing in flight references transient memory (a point of stasis, or
@@ -524,6 +529,34 @@ EddyPredicateOnTuple(EddyState *es, EddyPredicate *pred, EddyTuple *t)
 	oldcontext = MemoryContextSwitchTo(econtext->ecxt_per_tuple_memory);
 	pass = EddyPredicateEval(pred, econtext);
 	MemoryContextSwitchTo(oldcontext);
+	return pass;
+}
+
+/*
+ * A local chain's filter tg (exec.c, "Local chains"; an index join's fetch
+ * chain, mod_indexjoin.c) on econtext's scan tuple, in the current memory
+ * context: counted as route_current counts it, and timed when the tuple
+ * is.  True if it passed.
+ */
+static pg_attribute_always_inline bool
+EddyLocalFilter(EddyRouteTarget *tg, EddyPredicate *pred, ExprContext *econtext,
+				bool timed)
+{
+	bool		pass;
+
+	tg->stats->in++;
+	if (timed)
+	{
+		double		start = eddy_now_ns();
+
+		pass = EddyPredicateEval(pred, econtext);
+		tg->stats->cost_ns += eddy_now_ns() - start;
+		tg->stats->samples++;
+	}
+	else
+		pass = EddyPredicateEval(pred, econtext);
+	if (pass)
+		tg->stats->out++;
 	return pass;
 }
 extern Datum EddyArenaDatumCopy(EddyArena *arena, Datum d, bool byval, int16 len);
