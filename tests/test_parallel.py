@@ -59,8 +59,11 @@ SELECTION_QUERY = "SELECT id, k FROM pa WHERE pslow(id) AND pslow(k) AND s LIKE 
 
 @pytest.fixture
 def par(eddy_conn):
+    """The tests of the partial eddy that reads one source partially and the
+    others whole (eddy.parallel_exchange off); the exchanging eddy's are
+    below, "Exchanged state"."""
     eddy_conn.execute(SCHEMA)
-    set_gucs(eddy_conn, max_memory="1GB", join_method="hash")
+    set_gucs(eddy_conn, max_memory="1GB", join_method="hash", parallel_exchange="off")
     return eddy_conn
 
 
@@ -256,3 +259,139 @@ def test_selection_eddy_over_a_parallel_scan(par):
     assert any(n["Node Type"] == "Seq Scan" and n.get("Parallel Aware")
                for n in plan_nodes(node))
     assert multiset(par.execute(SELECTION_QUERY).fetchall()) == want
+
+
+# --------------------------------------------------------------------------- exchanged state
+#
+# With eddy.parallel_exchange = always a parallel eddy reads every
+# source through a partial scan and exchange the rows it stored after each
+# source but the last (parallel.c, "Exchanged state"): the plan says
+# "Parallel State: exchanged ...", every Seq Scan under it is parallel-aware
+# (auto, the default, chooses the cheaper of the two parallel eddies).
+
+X_QUERIES = PARALLEL_QUERIES
+
+
+@pytest.fixture
+def xpar(eddy_conn):
+    eddy_conn.execute(SCHEMA)
+    set_gucs(eddy_conn, max_memory="1GB", join_method="hash", parallel_exchange="always")
+    return eddy_conn
+
+
+def _exchanging(plan: dict) -> dict | None:
+    node = _parallel_eddy(plan)
+    return node if node is not None and "Parallel State" in node else None
+
+
+def _vanilla(conn, q: str):
+    set_gucs(conn, enabled="off")
+    _set(conn, {"max_parallel_workers_per_gather": "0"})
+    try:
+        return multiset(conn.execute(q).fetchall())
+    finally:
+        set_gucs(conn, enabled="on")
+
+
+def _tmp_entries(conn) -> int:
+    """Files and file sets (directories) in the temporary directory."""
+    return conn.execute(
+        "SELECT count(*) FROM pg_ls_dir('base/pgsql_tmp', true, false)").fetchone()[0]
+
+
+@pytest.mark.parametrize("policy", ["rank", "lottery", "fixed", "random", "cumulative"])
+def test_exchanging_eddy_returns_vanillas_rows(xpar, policy):
+    """Every source read through a partial scan, PostgreSQL's rows, under
+    every routing policy, with the leader taking part and without it."""
+    for q in X_QUERIES:
+        want = _vanilla(xpar, q)
+        assert sum(want.values()) > 0, q
+        _set(xpar, PARALLEL_FORCED)
+        set_gucs(xpar, routing_policy=policy)
+        node = _exchanging(explain_json(xpar, q))
+        assert node is not None, (q, eddy_reasons(xpar, q))
+        scans = [n for n in plan_nodes(node) if n["Node Type"] == "Seq Scan"]
+        assert len(scans) >= 2 and all(n.get("Parallel Aware") for n in scans), q
+        for leader in ("on", "off"):
+            _set(xpar, {"parallel_leader_participation": leader})
+            assert multiset(xpar.execute(q).fetchall()) == want, (q, leader)
+
+
+def test_exchanged_rows_add_up(xpar):
+    """Each worker replays every row the others sent, whenever it attached:
+    its rows replayed and sent add up to all the rows sent; the workers read
+    pa's rows between them."""
+    _set(xpar, PARALLEL_FORCED | {"parallel_leader_participation": "off"})
+    q = PARALLEL_QUERIES[0]
+    want = _vanilla(xpar, q)
+    _set(xpar, PARALLEL_FORCED | {"parallel_leader_participation": "off"})
+    plan = explain_json(xpar, q, analyze=True)
+    node = _exchanging(plan)
+    assert node is not None
+    launched = next(n for n in plan_nodes(plan) if n["Node Type"] == "Gather")["Workers Launched"]
+    workers = [w for w in node.get("Eddy Workers", []) if "Rows Sent" in w]
+    assert launched >= 1 and len(workers) == launched, workers
+    sent = sum(w["Rows Sent"] for w in workers)
+    assert sent > 0
+    assert all(w["Rows Replayed"] + w["Rows Sent"] == sent for w in workers), workers
+    pa_rows = xpar.execute("SELECT count(*) FROM pa WHERE id % 7 <> 0").fetchone()[0]
+    assert sum(w["Tuples Read"] for w in workers) >= pa_rows
+    assert multiset(xpar.execute(q).fetchall()) == want
+
+
+def test_exchange_keeps_its_plan_whatever_the_settings_at_run_time(xpar):
+    """A cached plan made for exchanging runs so under settings it was not
+    made for (state migration, SteMs, the proportional schedule, delays, a
+    forced spill): they are not applied to it, and the rows are PostgreSQL's."""
+    q = PARALLEL_QUERIES[1]
+    want = _vanilla(xpar, q)
+    _set(xpar, PARALLEL_FORCED | {"plan_cache_mode": "force_generic_plan"})
+    xpar.execute(f"PREPARE xq AS {q}")
+    assert multiset(xpar.execute("EXECUTE xq").fetchall()) == want
+    assert _exchanging(explain_json(xpar, "EXECUTE xq")) is not None
+    set_gucs(xpar, migration="greedy", debug_migrate_every="1", state_mode="stems",
+             source_schedule="proportional", source_delays="pd=5", debug_spill_after="10")
+    assert multiset(xpar.execute("EXECUTE xq").fetchall()) == want
+    node = _exchanging(explain_json(xpar, "EXECUTE xq", analyze=True))
+    assert node is not None and node.get("Migrations", 0) == 0
+    assert "Batches Joined" not in node or node["Batches Joined"] == 0, node
+
+
+def test_exchange_with_no_worker_launched(xpar):
+    """The leader alone (no worker to launch): it reads every share, sends,
+    replays nothing, and returns PostgreSQL's rows."""
+    q = PARALLEL_QUERIES[0]
+    want = _vanilla(xpar, q)
+    _set(xpar, PARALLEL_FORCED | {"max_parallel_workers": "0"})
+    node = _exchanging(explain_json(xpar, q, analyze=True))
+    assert node is not None and node["Rows Replayed"] == 0
+    assert multiset(xpar.execute(q).fetchall()) == want
+    _set(xpar, {"max_parallel_workers": "8"})
+
+
+def test_exchange_files_go_on_error_and_cancel(xpar):
+    """The exchanged rows' files are gone when the query ends, when it
+    fails after an exchange (pa.id 199998 joins pd.k 4998, whose z is 0),
+    and when statement_timeout cancels it; the session goes on."""
+    xpar.execute("CREATE FUNCTION xslow(x int) RETURNS int LANGUAGE plpgsql PARALLEL SAFE "
+                 "AS $$ BEGIN PERFORM pg_sleep(0.0005); RETURN x; END $$")
+    _set(xpar, PARALLEL_FORCED)
+    before = _tmp_entries(xpar)
+    xpar.execute(PARALLEL_QUERIES[0]).fetchall()
+    assert _tmp_entries(xpar) == before
+    error_query = (PARALLEL_QUERIES[0] +
+                   " AND 10 / (pa.id * 10 + pd.z - 1999980) > -100")
+    assert _exchanging(explain_json(xpar, error_query)) is not None
+    with pytest.raises(psycopg.errors.DivisionByZero):
+        xpar.execute(error_query).fetchall()
+    assert _tmp_entries(xpar) == before
+    slow_query = PARALLEL_QUERIES[0] + " AND xslow(pa.id + pd.z) >= 0"
+    assert _exchanging(explain_json(xpar, slow_query)) is not None
+    xpar.execute("SET statement_timeout = '2s'")
+    start = time.monotonic()
+    with pytest.raises(psycopg.errors.QueryCanceled):
+        xpar.execute(slow_query).fetchall()
+    assert time.monotonic() - start < 10
+    xpar.execute("RESET statement_timeout")
+    assert _tmp_entries(xpar) == before
+    assert xpar.execute("SELECT 1").fetchone() == (1,)

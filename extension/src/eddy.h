@@ -71,6 +71,14 @@ typedef enum EddyJoinMethod
 	EDDY_JOIN_INDEX				/* index join wherever an index allows */
 } EddyJoinMethod;
 
+/* eddy.parallel_exchange (plan_join.c, parallel.c) */
+typedef enum EddyExchangeSetting
+{
+	EDDY_EXCHANGE_AUTO,			/* the cheaper of the two parallel eddies */
+	EDDY_EXCHANGE_ALWAYS,		/* the exchanging one wherever possible */
+	EDDY_EXCHANGE_OFF			/* never exchange */
+} EddyExchangeSetting;
+
 #define EDDY_DEFAULT_MAX_SOURCES	10
 #define EDDY_MAX_MAX_SOURCES		16
 
@@ -161,6 +169,7 @@ extern int	eddy_routing_policy;
 extern int	eddy_lottery_window;
 extern double eddy_selection_min_cost;
 extern bool eddy_static_shj;
+extern int	eddy_parallel_exchange;	/* EddyExchangeSetting */
 extern int	eddy_join_method;
 extern int	eddy_max_sources;
 extern int	eddy_max_memory;

@@ -108,6 +108,7 @@ static const CustomExecMethods eddy_exec_methods = {
 	.EstimateDSMCustomScan = EddyEstimateDSM,
 	.InitializeDSMCustomScan = EddyInitializeDSM,
 	.InitializeWorkerCustomScan = EddyInitializeWorker,
+	.ReInitializeDSMCustomScan = EddyReInitializeDSM,
 	.ShutdownCustomScan = EddyShutdown,
 	.ExplainCustomScan = EddyExplain,
 };
@@ -389,6 +390,8 @@ eddy_begin(CustomScanState *node, EState *estate, int eflags)
 	ListCell   *lc;
 
 	Assert(list_length(priv) == EddyPrivNumItems);
+	es->exchange = intVal(list_nth(priv, EddyPrivExchange)) != 0;
+	es->claimed = (uint32) intVal(list_nth(priv, EddyPrivExchange)) >> 1;
 	es->wide = node->ss.ss_ScanTupleSlot;
 	begin_sources(es, list_nth(priv, EddyPrivSources), estate, eflags);
 	if (es->nsources == 1)
@@ -422,6 +425,19 @@ eddy_begin(CustomScanState *node, EState *estate, int eflags)
 
 	EddyStemsInit(es);
 	EddyScheduleInit(es);
+	if (es->exchange)
+	{
+		/* the plan's build order, as every participant must read it */
+		es->schedule = EDDY_SCHEDULE_BUILD;
+		es->delayed = false;
+		es->holding = false;
+		for (i = 0; i < es->nsources; i++)
+		{
+			es->sources[i].rate = 1.0;
+			es->sources[i].delay_ms = 0;
+			es->sources[i].hold_pct = 0;
+		}
+	}
 	es->max_memory = EddyMaxMemoryBytes(Max(es->nstairs, 1));
 	es->stack = palloc(sizeof(EddyFrame) * Max(es->nmodules, 1));
 	es->source_order = palloc(sizeof(int) * es->nsources);
@@ -429,6 +445,10 @@ eddy_begin(CustomScanState *node, EState *estate, int eflags)
 	foreach(lc, (List *) list_nth(priv, EddyPrivSourceOrder))
 		es->source_order[i++] = intVal(lfirst(lc));
 	Assert(i == es->nsources);
+	es->nexchanges = -1;
+	for (i = 0; i < es->nsources; i++)
+		if (es->sources[i].method == EDDY_SOURCE_SCAN)
+			es->nexchanges++;
 
 	/* the output needs the wide slot filled unless its projection reads none */
 	es->output_reads_columns = node->ss.ps.ps_ProjInfo == NULL ||
@@ -1056,11 +1076,33 @@ begin_local_qual(EddyState *es, int i, EddySource *src)
 	src->local_qual = lq;
 }
 
+/* Source i has no more rows (for this participant, or at all) */
+void
+EddySourceExhausted(EddyState *es, int i)
+{
+	EddySource *src = &es->sources[i];
+
+	src->exhausted = true;
+	src->exhausted_rank = ++es->nexhausted;
+	es->exhausted |= 1u << i;
+	if (unlikely(es->holding))
+		EddyScheduleCheckHold(es);
+}
+
 static EddyTuple *
 read_source(EddyState *es)
 {
-	if (unlikely(!es->peeked) && !peek_sources(es))
-		return NULL;			/* a source is empty: so is the result */
+	if (unlikely(!es->peeked))
+	{
+		/*
+		 * An exchanging participant reads no source ahead: its share of one
+		 * may be empty while the others' are not (parallel.c).
+		 */
+		if (es->exchange && !es->exchange_started && EddyExchangeStart(es))
+			es->peeked = true;
+		else if (!peek_sources(es))
+			return NULL;		/* a source is empty: so is the result */
+	}
 
 	for (;;)
 	{
@@ -1087,6 +1129,13 @@ read_source(EddyState *es)
 		else if ((i = EddyScheduleNext(es)) < 0)
 			return NULL;
 		src = &es->sources[i];
+		if (unlikely(es->exchange_active) && !EddyExchangeMayRead(es, i))
+		{
+			/* another process reads it whole: exchange at once */
+			EddyExchangeSource(es, i);
+			EddySourceExhausted(es, i);
+			continue;
+		}
 		from_scan = true;
 		if (src->pending != NULL)
 		{
@@ -1102,11 +1151,10 @@ read_source(EddyState *es)
 			slot = ExecProcNode(src->plan);
 		if (TupIsNull(slot))
 		{
-			src->exhausted = true;
-			src->exhausted_rank = ++es->nexhausted;
-			es->exhausted |= 1u << i;
-			if (unlikely(es->holding))
-				EddyScheduleCheckHold(es);
+			/* exchanging: the others' rows of it first (a point of stasis) */
+			if (unlikely(es->exchange_active))
+				EddyExchangeSource(es, i);
+			EddySourceExhausted(es, i);
 			continue;
 		}
 		src->nread++;
@@ -1425,6 +1473,7 @@ eddy_end(CustomScanState *node)
 	EddyState  *es = (EddyState *) node;
 	int			i;
 
+	EddyExchangeEnd(es);
 	EddySpillEnd(es, false);
 	for (i = 0; i < es->nmodules; i++)
 	{
@@ -1469,6 +1518,12 @@ eddy_rescan(CustomScanState *node)
 	es->unbuilt = false;
 	es->current_started = false;
 	es->stasis_due = false;
+	EddyExchangeEnd(es);
+	es->exchange_started = false;
+	es->exchange_active = false;
+	es->exchanges_done = 0;
+	es->claims_checked = 0;
+	es->claims_won = 0;
 	EddySpillEnd(es, true);
 	for (i = 0; i < es->nmodules; i++)
 	{

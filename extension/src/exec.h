@@ -473,6 +473,22 @@ struct EddyState
 	bool		in_worker;		/* this is a parallel worker's eddy */
 	EddySharedStats *shared_stats;	/* the workers' counters, in DSM */
 	EddySharedStats *worker_stats;	/* leader: their copy, for EXPLAIN */
+
+	/* ... with exchanged state (parallel.c, "Exchanged state") */
+	bool		exchange;		/* planned so */
+	uint32		claimed;		/* ... sources one process reads whole */
+	uint32		claims_checked; /* ... those this process asked for */
+	uint32		claims_won;		/* ... and got */
+	bool		exchange_started;	/* the first read looked for the DSM */
+	bool		exchange_active;	/* ... and found it: exchanging */
+	bool		exchange_attached;	/* to the exchange barrier */
+	int			exchange_me;	/* participant number: 0 leader, 1.. workers */
+	int			nexchanges;		/* scanned sources but the last */
+	int			exchanges_done; /* exchanges this participant went through */
+	uint16		exchange_stamp; /* EddyRow.mark of the rows written */
+	uint64		rows_sent;		/* rows written for the others */
+	uint64		rows_replayed;	/* the others' rows replayed */
+	TupleTableSlot **exchange_slots;	/* per source, to read rows into */
 };
 
 /* exec.c */
@@ -483,6 +499,7 @@ extern void EddyReplay(EddyState *es, EddyTuple *t);
 extern uint64 *EddySelectionsAlone(EddyState *es);
 extern Node *EddyRewriteForSource(Node *expr, EddySource *src, List *tlist,
 								  bool heap);
+extern void EddySourceExhausted(EddyState *es, int i);
 
 /*
  * Nothing in flight references transient memory (a point of stasis, or
@@ -714,6 +731,12 @@ extern void EddyInitializeDSM(CustomScanState *node, ParallelContext *pcxt,
 extern void EddyInitializeWorker(CustomScanState *node, shm_toc *toc,
 								 void *coordinate);
 extern void EddyShutdown(CustomScanState *node);
+extern void EddyReInitializeDSM(CustomScanState *node, ParallelContext *pcxt,
+								void *coordinate);
+extern bool EddyExchangeStart(EddyState *es);
+extern bool EddyExchangeMayRead(EddyState *es, int i);
+extern void EddyExchangeSource(EddyState *es, int i);
+extern void EddyExchangeEnd(EddyState *es);
 extern void EddyExplainWorkers(EddyState *es, ExplainState *xs);
 
 /* schedule.c */

@@ -286,6 +286,9 @@ EddyExplain(CustomScanState *node, List *ancestors, ExplainState *xs)
 	}
 	ExplainCloseGroup("Operators", "Operators", false, xs);
 	EddyMigrationExplain(es, xs);
+	/* a parallel eddy that exchanges its state (parallel.c) */
+	if (es->exchange)
+		ExplainPropertyText("Parallel State", "exchanged after each source but the last", xs);
 
 	if (!analyze)
 		return;
@@ -308,6 +311,11 @@ EddyExplain(CustomScanState *node, List *ancestors, ExplainState *xs)
 	}
 	ExplainPropertyUInteger("Tuples Routed", NULL, EddyRouterRouted(router), xs);
 	ExplainPropertyUInteger("Recomputations", NULL, router->recomputations, xs);
+	if (es->exchange_active)
+	{
+		ExplainPropertyUInteger("Rows Sent", NULL, es->rows_sent, xs);
+		ExplainPropertyUInteger("Rows Replayed", NULL, es->rows_replayed, xs);
+	}
 	if (router->released)
 		ExplainPropertyUInteger("Hold Released At", "tuples routed",
 								router->released_at, xs);

@@ -21,6 +21,7 @@ int			eddy_routing_policy = EDDY_POLICY_RANK;
 int			eddy_lottery_window = EDDY_DEFAULT_LOTTERY_WINDOW;
 double		eddy_selection_min_cost = EDDY_DEFAULT_SELECTION_MIN_COST;
 bool		eddy_static_shj = false;
+int			eddy_parallel_exchange = EDDY_EXCHANGE_AUTO;
 int			eddy_join_method = EDDY_JOIN_AUTO;
 int			eddy_max_sources = EDDY_DEFAULT_MAX_SOURCES;
 int			eddy_max_memory = -1;
@@ -67,6 +68,13 @@ EddyMigrationName(EddyMigrationPolicy policy)
 	}
 	return "unknown";
 }
+
+static const struct config_enum_entry exchange_options[] = {
+	{"auto", EDDY_EXCHANGE_AUTO, false},
+	{"always", EDDY_EXCHANGE_ALWAYS, false},
+	{"off", EDDY_EXCHANGE_OFF, false},
+	{NULL, 0, false}
+};
 
 static const struct config_enum_entry join_method_options[] = {
 	{"auto", EDDY_JOIN_AUTO, false},
@@ -187,6 +195,18 @@ EddyGucInit(void)
 							 NULL,
 							 &eddy_static_shj,
 							 false,
+							 PGC_USERSET,
+							 0,
+							 NULL,
+							 NULL,
+							 NULL);
+
+	DefineCustomEnumVariable("eddy.parallel_exchange",
+							 "Whether a parallel join eddy reads every source through a partial scan and exchanges its stored rows after each source.",
+							 "auto: where that costs less than reading one source partially and every other whole in every process, and no more than PostgreSQL's parallel plan; always: wherever possible, whatever the costs (for tests and experiments); off: never.",
+							 &eddy_parallel_exchange,
+							 EDDY_EXCHANGE_AUTO,
+							 exchange_options,
 							 PGC_USERSET,
 							 0,
 							 NULL,

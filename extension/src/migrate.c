@@ -235,9 +235,9 @@ EddyMigrationInit(EddyState *es)
 
 	es->migrator = NULL;
 	es->migrating = false;
-	if (es->chain || (eddy_migration == EDDY_MIGRATION_OFF &&
-					  eddy_debug_migrate_every == 0))
-		return;
+	if (es->chain || es->exchange ||
+		(eddy_migration == EDDY_MIGRATION_OFF && eddy_debug_migrate_every == 0))
+		return;					/* an exchanging eddy: parallel.c */
 	mgr = palloc0(sizeof(EddyMigrator));
 	mgr->policy = (EddyMigrationPolicy) eddy_migration;
 	mgr->debug_every = eddy_debug_migrate_every;

@@ -373,6 +373,11 @@ EddyStemsInit(EddyState *es)
 	es->unbuilt = false;
 	if (es->chain || es->state_mode != EDDY_STATE_MODE_STEMS)
 		return;
+	if (es->exchange)
+	{
+		es->stems_refused = "a parallel eddy that exchanges its state keeps STAIRs";
+		return;
+	}
 	for (i = 0; i < es->nmodules; i++)
 	{
 		EddyHashJoin *hj = (EddyHashJoin *) es->modules[i];

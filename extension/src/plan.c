@@ -262,6 +262,7 @@ eddy_plan_custom_path(PlannerInfo *root, RelOptInfo *rel,
 	priv[EddyPrivModules] = (Node *) modules;
 	priv[EddyPrivSourceOrder] = (Node *) list_make1(makeInteger(0));
 	priv[EddyPrivEstState] = (Node *) EddyPrivateFloat(0);
+	priv[EddyPrivExchange] = (Node *) makeInteger(0);
 
 	cscan->scan.plan.targetlist = tlist;
 	cscan->scan.plan.qual = NIL;

@@ -160,6 +160,11 @@ typedef struct EddyJoinPath
 	double		est_state;		/* estimated join state, bytes */
 	double		certain_state;	/* the part of it stored for certain */
 	int			est_nstairs;	/* STAIRs it counts */
+	uint32		claimed;		/* ... the relations of it one process reads
+								 * whole */
+	bool		exchange;		/* a partial twin whose every scanned source is
+								 * partial, its state exchanged ("Parallel
+								 * eddies" below) */
 	/* per relation: semi and anti joins ("Semi and anti joins" below) */
 	JoinType   *jointype;		/* JOIN_SEMI/ANTI: their inner relation */
 	SpecialJoinInfo **sjinfo;	/* its special join */
@@ -1835,9 +1840,33 @@ parameterized_scan_lost(EddyJoinPath *jp, Path *path)
  * is used only if a Gather over its partial twin costs no more than
  * EDDY_PARALLEL_TOLERANCE times a Gather over PostgreSQL's partial plan
  * (1% more: reading a small relation whole in every process).
+ *
+ * The exchange twin (parallel.c, "Exchanged state") reads every scanned
+ * relation through its partial path, in the serial eddy's reading order or
+ * that order with another relation moved last, whichever stores least,
+ * and after each source but the last every participant replays the rows
+ * the others stored, so that each holds the whole state before the next
+ * source: the scans are shared as in PostgreSQL's Parallel Hash, the
+ * building is not.  Its cost is PostgreSQL's partial plan's, plus the rows
+ * a participant replays (the stored rows of every source but the last,
+ * but its own share, at EDDY_EXCHANGE_ROW_COST each: writing, reading and
+ * routing the row, a hash insertion: on TPC-H Q3 and Q10 a row replayed
+ * cost about 1 us, where a sequential scan spends about 0.1 us on a row
+ * that cpu_tuple_cost charges 0.01), plus a partial scan of each relation
+ * PostgreSQL reaches through a parameterized path.  It is possible only
+ * where the eddy reads in build order without migration and keeps STAIRs,
+ * the relation read last has a partial path (one without, such as a small
+ * table under min_parallel_table_scan_size, is read whole by one process
+ * while the others wait: a claimed source, its whole scan counted), and
+ * the whole state fits in
+ * eddy.max_memory (every participant holds it; an exchanging eddy does not
+ * spill).  Of the two twins the cheaper is offered (eddy.parallel_exchange
+ * = always: the exchange twin wherever possible, even where it costs more
+ * than PostgreSQL's parallel plan, for tests and experiments).
  * ----------------------------------------------------------------
  */
 #define EDDY_PARALLEL_TOLERANCE 1.01
+#define EDDY_EXCHANGE_ROW_COST	(10 * cpu_tuple_cost)
 
 typedef struct PartialCost
 {
@@ -2082,6 +2111,134 @@ partial_source(PlannerInfo *root, EddyJoinPath *jp, RelOptInfo *joinrel,
 }
 
 /*
+ * The exchange twin (above): per scanned relation its partial path
+ * (xchildren), or, for one without a partial path but the last, the path
+ * one process reads it whole through (its bit set in *claimed: the others
+ * wait at the exchange, so its whole cost counts), the reading order
+ * (*order) and the costs (*cost); false with the reason (*why) where there
+ * is none.
+ */
+static bool
+exchange_sources(PlannerInfo *root, EddyJoinPath *jp, RelOptInfo *joinrel,
+				 Path **children, Path **xchildren, uint32 *claimed, List **order,
+				 PartialCost *cost, const char **why)
+{
+	double		state;
+	int			nstairs;
+	Path	   *pg_partial;
+	uint32		partial = 0;
+	uint32		param = 0;
+	int			driver = -1;
+	int			last = -1;
+	Cost		extra = 0;
+	double		rows = 0;
+	GatherPath *gather;
+	Path		costed;
+	int			i;
+	ListCell   *lc;
+
+	if (eddy_parallel_exchange == EDDY_EXCHANGE_OFF)
+	{
+		*why = "eddy.parallel_exchange is off";
+		return false;
+	}
+	if (max_parallel_workers_per_gather <= 0 || !joinrel->consider_parallel ||
+		joinrel->partial_pathlist == NIL)
+	{
+		*why = "no parallel plan";
+		return false;
+	}
+	if (!reads_in_build_order() || eddy_state_mode != EDDY_STATE_MODE_STAIRS)
+	{
+		*why = "the eddy does not read its sources one after another into STAIRs";
+		return false;
+	}
+	/*
+	 * The reading order: the serial eddy's, or that order with another
+	 * scanned relation moved last, whichever stores least (every
+	 * participant holds the whole state, which must fit).
+	 */
+	*order = jp->reading_order;
+	state = estimated_join_state(root, jp, *order, -1, 1.0, false, &nstairs);
+	foreach(lc, jp->reading_order)
+	{
+		int			r = intVal(lfirst(lc));
+		List	   *candidate;
+		ListCell   *lc2;
+		double		st;
+		int			n;
+
+		if (!jp->scanned[r] || r == intVal(llast(jp->reading_order)))
+			continue;
+		candidate = NIL;
+		foreach(lc2, jp->reading_order)
+			if (intVal(lfirst(lc2)) != r)
+				candidate = lappend(candidate, lfirst(lc2));
+		candidate = lappend(candidate, makeInteger(r));
+		st = estimated_join_state(root, jp, candidate, -1, 1.0, false, &n);
+		if (st < state)
+		{
+			*order = candidate;
+			state = st;
+			nstairs = n;
+		}
+	}
+	if (nstairs > 0 && state > (double) EddyMaxMemoryBytes(nstairs))
+	{
+		*why = psprintf("its whole state (%.0f kB), which every participant would hold, exceeds eddy.max_memory",
+						state / 1024);
+		return false;
+	}
+	foreach(lc, *order)
+		if (jp->scanned[intVal(lfirst(lc))])
+			last = intVal(lfirst(lc));
+	pg_partial = linitial(joinrel->partial_pathlist);
+	partial_plan_relations(jp, pg_partial, &partial, &param, &driver);
+	for (i = 0; i < jp->nrels; i++)
+	{
+		if (!jp->scanned[i])
+			continue;
+		xchildren[i] = partial_source_path(jp->rels[i]);
+		if (xchildren[i] == NULL && i != last)
+		{
+			/* one process reads it whole, the others wait (a claimed source) */
+			xchildren[i] = children[i];
+			if (!xchildren[i]->parallel_safe)
+				xchildren[i] = source_path(jp->rels[i],
+										   list_length(jp->targets[i]->exprs) >
+										   list_length(jp->rels[i]->reltarget->exprs),
+										   true);
+			if (xchildren[i] != NULL)
+			{
+				*claimed |= 1u << i;
+				extra += xchildren[i]->total_cost;
+			}
+		}
+		if (xchildren[i] == NULL)
+		{
+			*why = psprintf("relation \"%s\" has no parallel-safe scan the eddy can read%s",
+							get_rel_name(planner_rt_fetch(jp->rels[i]->relid, root)->relid),
+							i == last ? " partially, and it would be read last" : "");
+			return false;
+		}
+		if (param & (1u << i))
+			extra += xchildren[i]->total_cost;
+		if (i != last)
+			rows += stored_rows(root, jp, i);
+	}
+	extra += rows * (1.0 - 1.0 / partial_divisor(pg_partial)) * EDDY_EXCHANGE_ROW_COST;
+	cost->fits = true;
+	cost->state = state;
+	cost->startup = pg_partial->startup_cost;
+	cost->path_total = pg_partial->total_cost + extra;
+	costed = *pg_partial;
+	costed.total_cost = cost->path_total;
+	gather = create_gather_path(root, joinrel, &costed, joinrel->reltarget, NULL, NULL);
+	cost->total = gather->path.total_cost;
+	return true;
+}
+
+/*
  * A shallow copy of a scan path, whose target can then be set without
  * touching the path other plans share (the serial eddy's, or PostgreSQL's
  * own where only the partial twin replaces its plans); NULL for a kind of
@@ -2183,7 +2340,13 @@ EddyCreateJoinPath(PlannerInfo *root, RelOptInfo *joinrel, List *initial_rels,
 	int			partial_rel = -1;
 	List	   *partial_order = NIL;
 	PartialCost partial_cost = {0, 0, 0, 0, false};
+	PartialCost exchange_cost = {0, 0, 0, 0, false};
+	Path	  **xchildren;		/* ... the exchange twin's */
+	List	   *exchange_order = NIL;
+	uint32		claimed = 0;
+	bool		exchange = false;
 	const char *why_not = NULL;
+	const char *why_no_exchange = NULL;
 	bool		serial_fits;
 	bool		partial_fits;
 	Cost		pg_gather_cost = 0;
@@ -2266,21 +2429,55 @@ EddyCreateJoinPath(PlannerInfo *root, RelOptInfo *joinrel, List *initial_rels,
 	partial_child = partial_source(root, jp, joinrel, children, pchildren,
 								   &partial_rel, &partial_order, &partial_cost,
 								   &why_not);
+	xchildren = palloc0(sizeof(Path *) * jp->nrels);
+	if (!exchange_sources(root, jp, joinrel, children, xchildren, &claimed,
+						  &exchange_order, &exchange_cost, &why_no_exchange))
+		;						/* why_no_exchange says why */
+	else if (partial_child != NULL && exchange_cost.total >= partial_cost.total &&
+			 eddy_parallel_exchange != EDDY_EXCHANGE_ALWAYS)
+		why_no_exchange = psprintf("it would cost more still (%.0f)", exchange_cost.total);
+	else
+	{
+		exchange = true;
+		pchildren = xchildren;
+		partial_order = exchange_order;
+		partial_cost = exchange_cost;
+		for (i = 0; i < jp->nrels; i++)
+			if (xchildren[i] != NULL)
+				partial_child = xchildren[i];
+	}
 	if (parallel_plan_cheaper(root, joinrel, &pg_gather_cost))
 	{
 		if (partial_child == NULL)
 		{
-			elog(DEBUG1, "eddy: join block not used: PostgreSQL's plan for it is parallel, and a parallel eddy is not possible: %s",
-				 why_not);
+			elog(DEBUG1, "eddy: join block not used: PostgreSQL's plan for it is parallel, and a parallel eddy is not possible: %s; and with exchanged state: %s",
+				 why_not, why_no_exchange);
 			return NULL;
 		}
-		if (partial_cost.total > pg_gather_cost * EDDY_PARALLEL_TOLERANCE)
+		if (partial_cost.total > pg_gather_cost * EDDY_PARALLEL_TOLERANCE &&
+			!(exchange && eddy_parallel_exchange == EDDY_EXCHANGE_ALWAYS))
 		{
-			elog(DEBUG1, "eddy: join block not used: PostgreSQL's plan for it is parallel, and a parallel eddy would cost more (%.0f against %.0f): it reads the other relations than \"%s\" whole in every process",
-				 partial_cost.total, pg_gather_cost,
-				 get_rel_name(planner_rt_fetch(jp->rels[partial_rel]->relid, root)->relid));
+			if (exchange)
+				elog(DEBUG1, "eddy: join block not used: PostgreSQL's plan for it is parallel, and a parallel eddy would cost more (%.0f against %.0f): every process replays the rows the others stored",
+					 partial_cost.total, pg_gather_cost);
+			else
+				elog(DEBUG1, "eddy: join block not used: PostgreSQL's plan for it is parallel, and a parallel eddy would cost more (%.0f against %.0f): it reads the other relations than \"%s\" whole in every process; and with exchanged state: %s",
+					 partial_cost.total, pg_gather_cost,
+					 get_rel_name(planner_rt_fetch(jp->rels[partial_rel]->relid, root)->relid),
+					 why_no_exchange);
 			return NULL;
 		}
+
+		/*
+		 * Within the tolerance the twin is costed as PostgreSQL's partial
+		 * plan, so that above the block the choice between a serial and a
+		 * parallel plan is the one PostgreSQL made: the serial eddy must not
+		 * win by the tolerance (TPC-H Q10 with parallel workers at 64MB:
+		 * 1.25x PostgreSQL's parallel plan).
+		 */
+		partial_cost.path_total =
+			Min(partial_cost.path_total,
+				((Path *) linitial(joinrel->partial_pathlist))->total_cost);
 	}
 
 	/*
@@ -2313,8 +2510,12 @@ EddyCreateJoinPath(PlannerInfo *root, RelOptInfo *joinrel, List *initial_rels,
 	if (!serial_fits && !partial_fits)
 		serial_state_message(jp);
 	if (partial_child != NULL)
+	{
 		*partial = make_partial_join_path(root, jp, joinrel, pchildren, partial_order,
 										  &partial_cost);
+		((EddyJoinPath *) *partial)->exchange = exchange;
+		((EddyJoinPath *) *partial)->claimed = exchange ? claimed : 0;
+	}
 	return serial;
 }
 
@@ -2840,6 +3041,8 @@ eddy_plan_join_path(PlannerInfo *root, RelOptInfo *joinrel,
 	/* decided with the estimate (join_state_fits) */
 	priv[EddyPrivSourceOrder] = (Node *) jp->reading_order;
 	priv[EddyPrivEstState] = (Node *) EddyPrivateFloat(jp->est_state);
+	priv[EddyPrivExchange] = (Node *) makeInteger(jp->exchange ?
+												  (int) (1 | (jp->claimed << 1)) : 0);
 
 	cscan->scan.plan.targetlist = tlist;
 	cscan->scan.plan.qual = NIL;

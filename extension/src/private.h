@@ -34,6 +34,11 @@ typedef enum EddyPrivateIndex
 	EddyPrivSourceOrder,		/* List of Integer: sources in reading order */
 	EddyPrivEstState,			/* Float: a join eddy's estimated join state,
 								 * bytes (plan_join.c); 0 for one source */
+	EddyPrivExchange,			/* Integer: 0, or a parallel eddy whose state
+								 * is exchanged after each source but the
+								 * last (parallel.c): 1, plus (shifted left
+								 * by 1) the bitmap of the sources one
+								 * process reads whole (claimed) */
 	EddyPrivNumItems
 } EddyPrivateIndex;
 

@@ -161,7 +161,7 @@ EddySpillInit(EddyState *es)
 	es->over_limit = false;
 	es->can_spill = false;
 	es->spill_after = 0;
-	if (es->chain || es->stems)
+	if (es->chain || es->stems || es->exchange)
 		return;
 	for (i = 0; i < es->nmodules; i++)
 		if (EddyModuleIsHashJoin(es->modules[i]))

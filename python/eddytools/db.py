@@ -198,13 +198,16 @@ PARALLEL_SERVER = {"max_parallel_workers_per_gather": "0", "parallel_setup_cost"
 
 def parallel_settings(tag: str) -> dict:
     """Parallel plans forced a third of the time (partial eddies under a
-    Gather, parallel.c), as core settings for set_gucs, drawn from their own
+    Gather, parallel.c), as core settings for set_gucs, and which parallel
+    eddy (eddy.parallel_exchange), drawn from their own
     generator seeded by ``tag`` so that adding them changes no other draw.
     Every key is always there, so a run that does not force them undoes one
     that did."""
     rng = random.Random(f"parallel:{tag}")
     chosen = PARALLEL_FORCED if rng.random() < 1 / 3 else PARALLEL_SERVER
-    return {f"pg__{k}": v for k, v in chosen.items()}
+    # which parallel eddy: from a generator of its own, as above
+    exchange = random.Random(f"exchange:{tag}").choice(["auto", "always", "off"])
+    return {f"pg__{k}": v for k, v in chosen.items()} | {"parallel_exchange": exchange}
 
 
 def spill_settings(tag: str) -> dict:
