@@ -395,3 +395,39 @@ def test_exchange_files_go_on_error_and_cancel(xpar):
     xpar.execute("RESET statement_timeout")
     assert _tmp_entries(xpar) == before
     assert xpar.execute("SELECT 1").fetchone() == (1,)
+
+
+def test_a_relation_without_a_partial_scan_is_claimed_by_one_process(xpar):
+    """pc and pd are under min_parallel_table_scan_size: no partial scan.
+    The first process to get to each reads it whole and sends its rows, the
+    others exchange at once: every source but pa is read once, and the rows
+    are PostgreSQL's, with the leader taking part and without it."""
+    for q in X_QUERIES:
+        want = _vanilla(xpar, q)
+        _set(xpar, PARALLEL_FORCED | {"min_parallel_table_scan_size": "1MB"})
+        node = _exchanging(explain_json(xpar, q))
+        assert node is not None, (q, eddy_reasons(xpar, q))
+        scans = {n["Relation Name"]: n for n in plan_nodes(node) if n["Node Type"] == "Seq Scan"}
+        assert scans["pa"].get("Parallel Aware"), q
+        assert not any(n.get("Parallel Aware") for name, n in scans.items() if name != "pa"), q
+        for leader in ("on", "off"):
+            _set(xpar, {"parallel_leader_participation": leader})
+            for _ in range(3):
+                assert multiset(xpar.execute(q).fetchall()) == want, (q, leader)
+            plan = explain_json(xpar, q, analyze=True)
+            node = _exchanging(plan)
+            assert node is not None
+            # pc's and pd's rows were read once in all: by one process
+            for name, n in plan_nodes_by_relation(node).items():
+                if name != "pa":
+                    assert n["Actual Rows"] * n["Actual Loops"] <= _rows(xpar, name), (name, n)
+            assert multiset(xpar.execute(q).fetchall()) == want, (q, leader)
+        _set(xpar, {"min_parallel_table_scan_size": "0"})
+
+
+def plan_nodes_by_relation(node: dict) -> dict[str, dict]:
+    return {n["Relation Name"]: n for n in plan_nodes(node) if n["Node Type"] == "Seq Scan"}
+
+
+def _rows(conn, table: str) -> int:
+    return conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
