@@ -36,7 +36,7 @@ EDDY_SETTINGS = {
     "eddy.selection_min_cost", "eddy.join_method", "eddy.max_sources", "eddy.max_memory",
     "eddy.static_shj", "eddy.source_schedule", "eddy.source_rates", "eddy.source_delays",
     "eddy.migration", "eddy.debug_migrate_every", "eddy.state_mode", "eddy.routing_hold",
-    "eddy.debug_spill_after",
+    "eddy.debug_spill_after", "eddy.parallel_exchange",
 }
 
 SCHEMA = """

@@ -3,11 +3,12 @@
  * parallel.c
  *	  Eddies in parallel plans: the executor's side.
  *
- * A parallel eddy is a partial plan (planner.c, plan.c, plan_join.c): one
- * of its sources is a partial scan (a Parallel Seq Scan, Parallel Index
- * Scan or Parallel Bitmap Heap Scan, which hand each participant its own
- * share of the relation's blocks), every other source is read whole by
- * every participant, and a Gather above collects the results.  This is the
+ * A parallel eddy is a partial plan (planner.c, plan.c, plan_join.c) of
+ * one of two kinds.  In the first, one of its sources is a partial scan (a
+ * Parallel Seq Scan, Parallel Index Scan or Parallel Bitmap Heap Scan,
+ * which hand each participant its own share of the relation's blocks),
+ * every other source is read whole by every participant, and a Gather
+ * above collects the results.  This is the
  * design of PostgreSQL's hash joins before shared hash tables (9.6, 10):
  * each participant holds its own copy of the join state of the other
  * sources, so nothing is shared and no participant waits for another.
@@ -17,7 +18,7 @@
  * participant, whatever each one's routing, schedule, migrations or spills
  * (all participant-local).  The plan says "Parallel Custom Scan (Eddy)".
  *
- * The node itself needs no shared state to be correct: the partial scan
+ * That kind of node needs no shared state to be correct: the partial scan
  * below it coordinates through its own DSM, which PostgreSQL sets up by
  * walking the plan (custom_ps included).  It marks itself parallel-aware
  * for one thing only, EXPLAIN ANALYZE: the counters of the leader's eddy
@@ -30,13 +31,15 @@
  * the Gather read everything; a Gather stopped early (LIMIT) may show a
  * worker that had not reported yet as not reporting.  Workers add rather
  * than overwrite, and nothing resets the array when a rescanned Gather
- * relaunches its workers over the same segment (no ReInitializeDSM), so
- * EXPLAIN shows the sum of the rounds.
+ * relaunches its workers over the same segment (ReInitializeDSM resets
+ * only an exchanging eddy's barrier and files, below), so EXPLAIN shows
+ * the sum of the rounds.
  *
- * Exchanged state.  Reading the other sources whole in every participant
- * repeats their scans, their filters and their joins; PostgreSQL's
- * Parallel Hash shares them.  So an eddy may instead read every scanned
- * source through a partial scan (plan_join.c decides, "Parallel eddies"),
+ * Exchanged state, the second kind.  Reading the other sources whole in
+ * every participant repeats their scans, their filters and their joins;
+ * PostgreSQL's Parallel Hash shares them.  So an eddy may instead read
+ * every scanned source through a partial scan (plan_join.c decides,
+ * "Parallel eddies"),
  * one after another in the build order, each participant its share, and
  * exchange what it stored after each source but the last: it writes the
  * rows of that source its STAIRs hold (with the done bits of the
