@@ -259,7 +259,8 @@ def test_eddy_settings_are_per_session_only(sec):
                 "source_schedule": "proportional", "source_rates": "t=1000000",
                 "source_delays": "t=1", "migration": "greedy",
                 "debug_migrate_every": "1000000", "state_mode": "stems",
-                "routing_hold": "t=100", "debug_spill_after": "1"}
+                "routing_hold": "t=100", "debug_spill_after": "1",
+                "parallel_exchange": "always"}
     assert {f"eddy.{k}" for k in extremes} == EDDY_SETTINGS
     with connect(user_dsn) as other_session, connect(admin_dsn) as admin_session:
         def shown(conn) -> dict[str, str]:

@@ -39,8 +39,8 @@
  * every participant repeats their scans, their filters and their joins;
  * PostgreSQL's Parallel Hash shares them.  So an eddy may instead read
  * every scanned source through a partial scan (plan_join.c decides,
- * "Parallel eddies"),
- * one after another in the build order, each participant its share, and
+ * "Parallel eddies"), one after another in the build order, each
+ * participant its share, and
  * exchange what it stored after each source but the last: it writes the
  * rows of that source its STAIRs hold (with the done bits of the
  * selections on that source alone, as state migration collects them) to
