@@ -212,6 +212,16 @@ def test_partial_source_read_first_where_only_its_share_fits(par):
     assert multiset(par.execute(q).fetchall()) == want
 
 
+def _times_out(conn, query: str) -> None:
+    """statement_timeout (2s) cancels query promptly, and the session goes on."""
+    conn.execute("SET statement_timeout = '2s'")
+    start = time.monotonic()
+    with pytest.raises(psycopg.errors.QueryCanceled):
+        conn.execute(query).fetchall()
+    assert time.monotonic() - start < 10
+    conn.execute("RESET statement_timeout")
+
+
 def _tmp_files(conn) -> int:
     return conn.execute("SELECT count(*) FROM pg_ls_tmpdir()").fetchone()[0]
 
@@ -235,12 +245,7 @@ def test_worker_spill_files_go_on_error_and_cancel(par):
     slow_query = PARALLEL_QUERIES[0] + " AND pslow2(pa.id + pd.z) >= 0"
     plan = explain_json(par, slow_query, analyze=False)
     assert _parallel_eddy(plan) is not None
-    par.execute("SET statement_timeout = '2s'")
-    start = time.monotonic()
-    with pytest.raises(psycopg.errors.QueryCanceled):
-        par.execute(slow_query).fetchall()
-    assert time.monotonic() - start < 10
-    par.execute("RESET statement_timeout")
+    _times_out(par, slow_query)
     assert _tmp_files(par) == 0
     assert par.execute("SELECT 1").fetchone() == (1,)
 
@@ -387,12 +392,7 @@ def test_exchange_files_go_on_error_and_cancel(xpar):
     assert _tmp_entries(xpar) == before
     slow_query = PARALLEL_QUERIES[0] + " AND xslow(pa.id + pd.z) >= 0"
     assert _exchanging(explain_json(xpar, slow_query)) is not None
-    xpar.execute("SET statement_timeout = '2s'")
-    start = time.monotonic()
-    with pytest.raises(psycopg.errors.QueryCanceled):
-        xpar.execute(slow_query).fetchall()
-    assert time.monotonic() - start < 10
-    xpar.execute("RESET statement_timeout")
+    _times_out(xpar, slow_query)
     assert _tmp_entries(xpar) == before
     assert xpar.execute("SELECT 1").fetchone() == (1,)
 

@@ -777,14 +777,8 @@ route_locally(EddyState *es, int i, EddySource *src, TupleTableSlot *slot,
 	for (k = 0; k < src->local_len; k++)
 	{
 		EddyRouteTarget *tg = &es->targets[src->local_chain[k]];
-		MemoryContext oldcontext;
-		bool		pass;
 
-		ResetExprContext(econtext);
-		oldcontext = MemoryContextSwitchTo(econtext->ecxt_per_tuple_memory);
-		pass = EddyLocalFilter(tg, (EddyPredicate *) tg->arg, econtext, timed);
-		MemoryContextSwitchTo(oldcontext);
-		if (!pass)
+		if (!EddyLocalFilterPerTuple(tg, (EddyPredicate *) tg->arg, econtext, timed))
 		{
 			InstrCountFiltered1(&es->css, 1);
 			es->current_started = false;
@@ -1076,6 +1070,74 @@ begin_local_qual(EddyState *es, int i, EddySource *src)
 	src->local_qual = lq;
 }
 
+/* The tuple descriptor of source i's columns (palloc'd in the current context) */
+TupleDesc
+EddySourceTupleDesc(EddyState *es, int i)
+{
+	EddySource *src = &es->sources[i];
+	TupleDesc	wide = es->wide->tts_tupleDescriptor;
+	TupleDesc	desc = CreateTemplateTupleDesc(src->ncols);
+	int			c;
+
+	for (c = 0; c < src->ncols; c++)
+		TupleDescCopyEntry(desc, c + 1, wide, src->first_col + c + 1);
+	return desc;
+}
+
+/* Save the counters (EddySavedCounters), palloc'd in the current context */
+void
+EddySaveCounters(EddyState *es, EddySavedCounters *saved)
+{
+	int			m;
+	int			s;
+
+	saved->stats = palloc(sizeof(EddyModuleStats) * 2 * es->nmodules);
+	saved->stairs = palloc0(sizeof(uint64) * 4 * 2 * es->nmodules);
+	for (m = 0; m < es->nmodules; m++)
+	{
+		memcpy(&saved->stats[2 * m], es->modules[m]->stats, sizeof(EddyModuleStats) * 2);
+		if (!EddyModuleIsHashJoin(es->modules[m]))
+			continue;
+		for (s = 0; s < 2; s++)
+		{
+			Stair	   *st = EddyHashJoinStair(es->modules[m], s);
+			uint64	   *c = &saved->stairs[4 * (2 * m + s)];
+
+			c[0] = st->inserted;
+			c[1] = st->probed;
+			c[2] = st->matched;
+			c[3] = st->skipped;
+		}
+	}
+	saved->nfiltered1 = es->css.ss.ps.instrument ? es->css.ss.ps.instrument->nfiltered1 : 0;
+}
+
+void
+EddyRestoreCounters(EddyState *es, EddySavedCounters *saved)
+{
+	int			m;
+	int			s;
+
+	for (m = 0; m < es->nmodules; m++)
+	{
+		memcpy(es->modules[m]->stats, &saved->stats[2 * m], sizeof(EddyModuleStats) * 2);
+		if (!EddyModuleIsHashJoin(es->modules[m]))
+			continue;
+		for (s = 0; s < 2; s++)
+		{
+			Stair	   *st = EddyHashJoinStair(es->modules[m], s);
+			uint64	   *c = &saved->stairs[4 * (2 * m + s)];
+
+			st->inserted = c[0];
+			st->probed = c[1];
+			st->matched = c[2];
+			st->skipped = c[3];
+		}
+	}
+	if (es->css.ss.ps.instrument)
+		es->css.ss.ps.instrument->nfiltered1 = saved->nfiltered1;
+}
+
 /* Source i has no more rows (for this participant, or at all) */
 void
 EddySourceExhausted(EddyState *es, int i)
@@ -1129,7 +1191,8 @@ read_source(EddyState *es)
 		else if ((i = EddyScheduleNext(es)) < 0)
 			return NULL;
 		src = &es->sources[i];
-		if (unlikely(es->exchange_active) && !EddyExchangeMayRead(es, i))
+		if (unlikely(es->claimed & (1u << i)) && es->exchange_active &&
+			!EddyExchangeMayRead(es, i))
 		{
 			/* another process reads it whole: exchange at once */
 			EddyExchangeSource(es, i);

@@ -500,6 +500,23 @@ extern uint64 *EddySelectionsAlone(EddyState *es);
 extern Node *EddyRewriteForSource(Node *expr, EddySource *src, List *tlist,
 								  bool heap);
 extern void EddySourceExhausted(EddyState *es, int i);
+extern TupleDesc EddySourceTupleDesc(EddyState *es, int i);
+
+/*
+ * The counters the modules, their STAIRs and the node keep, saved before
+ * rows are replayed (state migration, exchanged state) and restored after,
+ * so that they count the eddy's own routing only.
+ */
+typedef struct EddySavedCounters
+{
+	EddyModuleStats *stats;		/* per module, both directions */
+	uint64	   *stairs;			/* per module and side: inserted, probed,
+								 * matched, skipped */
+	double		nfiltered1;
+} EddySavedCounters;
+
+extern void EddySaveCounters(EddyState *es, EddySavedCounters *saved);
+extern void EddyRestoreCounters(EddyState *es, EddySavedCounters *saved);
 
 /*
  * Nothing in flight references transient memory (a point of stasis, or
@@ -574,6 +591,21 @@ EddyLocalFilter(EddyRouteTarget *tg, EddyPredicate *pred, ExprContext *econtext,
 		pass = EddyPredicateEval(pred, econtext);
 	if (pass)
 		tg->stats->out++;
+	return pass;
+}
+
+/* The same, in econtext's per-tuple memory, reset first */
+static pg_attribute_always_inline bool
+EddyLocalFilterPerTuple(EddyRouteTarget *tg, EddyPredicate *pred,
+						ExprContext *econtext, bool timed)
+{
+	MemoryContext oldcontext;
+	bool		pass;
+
+	ResetExprContext(econtext);
+	oldcontext = MemoryContextSwitchTo(econtext->ecxt_per_tuple_memory);
+	pass = EddyLocalFilter(tg, pred, econtext, timed);
+	MemoryContextSwitchTo(oldcontext);
 	return pass;
 }
 extern Datum EddyArenaDatumCopy(EddyArena *arena, Datum d, bool byval, int16 len);

@@ -623,9 +623,7 @@ migrate(EddyState *es, bool forced)
 	MemoryContext old;
 	CollectedRows *collected;
 	uint64	   *alone_before;
-	uint64	   *counters;		/* per side: inserted, probed, matched, skipped */
-	EddyModuleStats *stats;
-	double		nfiltered1 = 0;
+	EddySavedCounters saved;
 	uint32		exhausted = es->exhausted;
 	EddyRoutingPolicy policy = es->router.policy;
 	int		   *order;
@@ -646,7 +644,7 @@ migrate(EddyState *es, bool forced)
 	/* 1. collect the rows, emptying the STAIRs */
 	collected = palloc0(sizeof(CollectedRows) * es->nsources);
 	alone_before = palloc(sizeof(uint64) * mgr->nsides);
-	counters = palloc(sizeof(uint64) * 4 * mgr->nsides);
+	EddySaveCounters(es, &saved);	/* restored after the replay */
 	for (k = 0; k < mgr->nsides; k++)
 	{
 		EddyMigrationSide *sd = &mgr->sides[k];
@@ -658,10 +656,6 @@ migrate(EddyState *es, bool forced)
 		Datum	   *keys;
 
 		alone_before[k] = count_alone(sd);
-		counters[4 * k] = st->inserted;
-		counters[4 * k + 1] = st->probed;
-		counters[4 * k + 2] = st->matched;
-		counters[4 * k + 3] = st->skipped;
 		StairIterBegin(&it, st);
 		while ((payload = StairIterNext(&it, &hash, &keys)) != NULL)
 		{
@@ -691,11 +685,6 @@ migrate(EddyState *es, bool forced)
 	}
 
 	/* 2. replay, under the current routing; nothing is counted */
-	stats = palloc(sizeof(EddyModuleStats) * 2 * es->nmodules);
-	for (i = 0; i < es->nmodules; i++)
-		memcpy(&stats[2 * i], es->modules[i]->stats, sizeof(EddyModuleStats) * 2);
-	if (es->css.ss.ps.instrument)
-		nfiltered1 = es->css.ss.ps.instrument->nfiltered1;
 	order = palloc(sizeof(int) * es->nsources);
 	for (k = 1; k <= es->nexhausted; k++)
 		for (i = 0; i < es->nsources; i++)
@@ -738,20 +727,13 @@ migrate(EddyState *es, bool forced)
 	MemoryContextSwitchTo(cxt);
 
 	/* restore the counters; count the moves */
-	for (i = 0; i < es->nmodules; i++)
-		memcpy(es->modules[i]->stats, &stats[2 * i], sizeof(EddyModuleStats) * 2);
-	if (es->css.ss.ps.instrument)
-		es->css.ss.ps.instrument->nfiltered1 = nfiltered1;
+	EddyRestoreCounters(es, &saved);
 	for (k = 0; k < mgr->nsides; k++)
 	{
 		EddyMigrationSide *sd = &mgr->sides[k];
 		Stair	   *st = sd->stair;
 		uint64		alone = count_alone(sd);
 
-		st->inserted = counters[4 * k];
-		st->probed = counters[4 * k + 1];
-		st->matched = counters[4 * k + 2];
-		st->skipped = counters[4 * k + 3];
 		if (alone > alone_before[k])
 		{
 			st->demoted += alone - alone_before[k];

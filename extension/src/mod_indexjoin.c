@@ -256,20 +256,13 @@ fetch_chain(EddyState *es, EddyIndexJoin *ij, EddyTuple *t,
 	*done = 0;
 	if (ij->chain_len > 0)
 	{
-		MemoryContext oldcontext;
-
 		econtext->ecxt_scantuple = heapslot;
 		for (k = 0; k < ij->chain_len; k++)
 		{
 			EddyRouteTarget *tg = &es->targets[ij->chain[k]];
-			bool		pass;
 
-			ResetExprContext(econtext);
-			oldcontext = MemoryContextSwitchTo(econtext->ecxt_per_tuple_memory);
-			pass = EddyLocalFilter(tg, &ij->chain_preds[tg->module], econtext,
-								   timed);
-			MemoryContextSwitchTo(oldcontext);
-			if (!pass)
+			if (!EddyLocalFilterPerTuple(tg, &ij->chain_preds[tg->module],
+										 econtext, timed))
 			{
 				InstrCountFiltered1(&es->css, 1);
 				ij->module.stats[0].out++;	/* the join made it */

@@ -314,38 +314,16 @@ replay_rows(EddyState *es, int k, int i, int skip)
 {
 	EddySharedStats *shared = es->shared_stats;
 	TupleTableSlot *slot = es->exchange_slots[i];
-	EddyModuleStats *stats;
-	uint64	   *counters;
+	EddySavedCounters saved;
 	MemoryContext cxt;
 	MemoryContext old;
 	int			p;
-	int			m;
 
 	Assert(es->nstack == 0 && !es->replaying);
 	cxt = AllocSetContextCreate(CurrentMemoryContext, "eddy exchange",
 								ALLOCSET_DEFAULT_SIZES);
 	old = MemoryContextSwitchTo(cxt);
-	stats = palloc(sizeof(EddyModuleStats) * 2 * es->nmodules);
-	counters = palloc0(sizeof(uint64) * 4 * 2 * es->nmodules);
-	for (m = 0; m < es->nmodules; m++)
-	{
-		memcpy(&stats[2 * m], es->modules[m]->stats, sizeof(EddyModuleStats) * 2);
-		if (EddyModuleIsHashJoin(es->modules[m]))
-		{
-			int			s;
-
-			for (s = 0; s < 2; s++)
-			{
-				Stair	   *st = EddyHashJoinStair(es->modules[m], s);
-				uint64	   *c = &counters[4 * (2 * m + s)];
-
-				c[0] = st->inserted;
-				c[1] = st->probed;
-				c[2] = st->matched;
-				c[3] = st->skipped;
-			}
-		}
-	}
+	EddySaveCounters(es, &saved);
 	MemoryContextSwitchTo(old);
 
 	es->replaying = true;
@@ -400,25 +378,7 @@ replay_rows(EddyState *es, int k, int i, int skip)
 	es->replaying = false;
 
 	/* the counters are this participant's own routing's */
-	for (m = 0; m < es->nmodules; m++)
-	{
-		memcpy(es->modules[m]->stats, &stats[2 * m], sizeof(EddyModuleStats) * 2);
-		if (EddyModuleIsHashJoin(es->modules[m]))
-		{
-			int			s;
-
-			for (s = 0; s < 2; s++)
-			{
-				Stair	   *st = EddyHashJoinStair(es->modules[m], s);
-				uint64	   *c = &counters[4 * (2 * m + s)];
-
-				st->inserted = c[0];
-				st->probed = c[1];
-				st->matched = c[2];
-				st->skipped = c[3];
-			}
-		}
-	}
+	EddyRestoreCounters(es, &saved);
 	MemoryContextDelete(cxt);
 	EddyCheckMemory(es);
 }
@@ -427,11 +387,7 @@ replay_rows(EddyState *es, int k, int i, int skip)
 static void
 exchange_slot(EddyState *es, int i)
 {
-	EddySource *src = &es->sources[i];
-	TupleDesc	wide = es->wide->tts_tupleDescriptor;
 	MemoryContext old;
-	TupleDesc	desc;
-	int			c;
 
 	if (es->exchange_slots == NULL)
 		es->exchange_slots = MemoryContextAllocZero(es->css.ss.ps.state->es_query_cxt,
@@ -439,10 +395,8 @@ exchange_slot(EddyState *es, int i)
 	if (es->exchange_slots[i] != NULL)
 		return;
 	old = MemoryContextSwitchTo(es->css.ss.ps.state->es_query_cxt);
-	desc = CreateTemplateTupleDesc(src->ncols);
-	for (c = 0; c < src->ncols; c++)
-		TupleDescCopyEntry(desc, c + 1, wide, src->first_col + c + 1);
-	es->exchange_slots[i] = MakeSingleTupleTableSlot(desc, &TTSOpsMinimalTuple);
+	es->exchange_slots[i] = MakeSingleTupleTableSlot(EddySourceTupleDesc(es, i),
+													 &TTSOpsMinimalTuple);
 	MemoryContextSwitchTo(old);
 }
 

@@ -1972,6 +1972,21 @@ partial_source_path(RelOptInfo *rel)
 }
 
 /*
+ * The path a parallel eddy reads relation i through whole: the serial
+ * eddy's, unless that one is not parallel-safe (a Gather), or NULL.
+ */
+static Path *
+parallel_safe_source(EddyJoinPath *jp, Path **children, int i)
+{
+	if (children[i]->parallel_safe)
+		return children[i];
+	return source_path(jp->rels[i],
+					   list_length(jp->targets[i]->exprs) >
+					   list_length(jp->rels[i]->reltarget->exprs),
+					   true);
+}
+
+/*
  * The partial source of the eddy's partial twin: its partial path
  * (returned), its relation (*rel), the reading order with it last
  * (*order) and the twin's costs (*cost), and per scanned relation the path
@@ -2047,12 +2062,7 @@ partial_source(PlannerInfo *root, EddyJoinPath *jp, RelOptInfo *joinrel,
 	{
 		if (!jp->scanned[i] || i == *rel)
 			continue;
-		pchildren[i] = children[i];
-		if (!pchildren[i]->parallel_safe)
-			pchildren[i] = source_path(jp->rels[i],
-									   list_length(jp->targets[i]->exprs) >
-									   list_length(jp->rels[i]->reltarget->exprs),
-									   true);
+		pchildren[i] = parallel_safe_source(jp, children, i);
 		if (pchildren[i] == NULL)
 		{
 			*why = psprintf("relation \"%s\" has no parallel-safe scan the eddy can read",
@@ -2202,12 +2212,7 @@ exchange_sources(PlannerInfo *root, EddyJoinPath *jp, RelOptInfo *joinrel,
 		if (xchildren[i] == NULL && i != last)
 		{
 			/* one process reads it whole, the others wait (a claimed source) */
-			xchildren[i] = children[i];
-			if (!xchildren[i]->parallel_safe)
-				xchildren[i] = source_path(jp->rels[i],
-										   list_length(jp->targets[i]->exprs) >
-										   list_length(jp->rels[i]->reltarget->exprs),
-										   true);
+			xchildren[i] = parallel_safe_source(jp, children, i);
 			if (xchildren[i] != NULL)
 			{
 				*claimed |= 1u << i;

@@ -534,16 +534,11 @@ EddySpillStart(EddyState *es)
 	choose_partitioning(es, sp, used);
 	for (i = 0; i < es->nsources; i++)
 	{
-		EddySource *src = &es->sources[i];
 		SpillSource *ss = &sp->srcs[i];
-		TupleDesc	wide = es->wide->tts_tupleDescriptor;
-		int			c;
 
 		if (!(es->scanned & (1u << i)))
 			continue;
-		ss->desc = CreateTemplateTupleDesc(src->ncols);
-		for (c = 0; c < src->ncols; c++)
-			TupleDescCopyEntry(ss->desc, c + 1, wide, src->first_col + c + 1);
+		ss->desc = EddySourceTupleDesc(es, i);
 		ss->slot = MakeSingleTupleTableSlot(ss->desc, &TTSOpsMinimalTuple);
 		ss->files = palloc0(sizeof(BufFile *) *
 							(ss->partitioned ? sp->nbatch : 1));
