@@ -679,7 +679,7 @@ EddyHashJoinProbeMisses(EddyState *es, EddyModule *m, int dir, Datum *keys,
 	if (other->nentries > 0 &&
 		StairKeysHash(&hj->ends.keys, dir, keys, isnull, &hash))
 	{
-		if (StairContains(other, hash, keys))
+		if (!StairHashAbsent(other, hash) && StairContains(other, hash, keys))
 			return false;
 		other->probed++;		/* a probe that found nothing */
 	}
