@@ -238,7 +238,8 @@ EddyScheduleName(int schedule)
 }
 
 /*
- * The relation alias of a scanned source's plan, or NULL: the name by which
+ * The relation alias of a scanned source's plan (a scan, possibly under a
+ * Result, Material, Gather or Gather Merge), or NULL: the name by which
  * the name=value lists address it (the Eddy's sources and the static
  * symmetric hash join's inputs, shj.c).
  */
@@ -267,6 +268,8 @@ EddyPlanSourceName(Plan *plan, List *rtable)
 			break;
 		case T_Result:
 		case T_Material:
+		case T_Gather:
+		case T_GatherMerge:
 			return plan->lefttree ? EddyPlanSourceName(plan->lefttree, rtable) : NULL;
 		default:
 			break;
