@@ -157,6 +157,8 @@ typedef struct EddyJoinPath
 	List	   *source_order;	/* relation indexes, PostgreSQL's build order */
 	List	   *clause_order;	/* the clauses in PostgreSQL's evaluation order */
 	List	   *reading_order;	/* Integers: the order the eddy reads in */
+	Path	   *serial_basis;	/* whose cost the serial eddy takes
+								 * (serial_cost_basis) */
 	double		est_state;		/* estimated join state, bytes */
 	double		certain_state;	/* the part of it stored for certain */
 	int			est_nstairs;	/* STAIRs it counts */
@@ -1645,6 +1647,89 @@ estimated_join_state(PlannerInfo *root, EddyJoinPath *jp, List *order,
 	return state;
 }
 
+/* Hash joins on keys (not cross products) that relation r takes part in */
+static int
+keyed_hash_joins(EddyJoinPath *jp, int r)
+{
+	int			n = 0;
+	ListCell   *lc;
+
+	foreach(lc, jp->edges)
+	{
+		JoinEdge   *e = lfirst(lc);
+
+		if (e->index_into < 0 && e->clauses != NIL && (e->a == r || e->b == r))
+			n++;
+	}
+	return n;
+}
+
+/*
+ * The reading order that stores least of `order` and that order with
+ * another scanned relation moved last (returned, with its estimated state
+ * in *state and its STAIRs in *nstairs), the relation read last being
+ * never stored.  keyed_only: move only relations of a hash join on keys,
+ * as source_reading_order does (blocks of cross products keep
+ * PostgreSQL's order).  certain: where no order's estimate fits in
+ * eddy.max_memory, the order that stores least for certain (certain_rows:
+ * the estimate's other rows, of relations index joins reach, may run far
+ * above what is stored), then least in all; an order that fits is
+ * preferred to any that does not.
+ */
+static List *
+least_state_order(PlannerInfo *root, EddyJoinPath *jp, List *order,
+				  bool keyed_only, bool certain, double *state, int *nstairs)
+{
+	List	   *best = order;
+	double		best_certain = 0;
+	bool		best_fits;
+	ListCell   *lc;
+
+	*state = estimated_join_state(root, jp, order, -1, 1.0, false, nstairs);
+	best_fits = *nstairs == 0 || *state <= (double) EddyMaxMemoryBytes(*nstairs);
+	if (certain)
+		best_certain = estimated_join_state(root, jp, order, -1, 1.0, true, nstairs);
+	foreach(lc, order)
+	{
+		int			r = intVal(lfirst(lc));
+		List	   *candidate;
+		ListCell   *lc2;
+		double		st;
+		double		ct = 0;
+		bool		fits;
+		bool		better;
+		int			n;
+
+		if (!jp->scanned[r] || r == intVal(llast(order)) ||
+			(keyed_only && keyed_hash_joins(jp, r) == 0))
+			continue;
+		candidate = NIL;
+		foreach(lc2, order)
+			if (intVal(lfirst(lc2)) != r)
+				candidate = lappend(candidate, lfirst(lc2));
+		candidate = lappend(candidate, makeInteger(r));
+		st = estimated_join_state(root, jp, candidate, -1, 1.0, false, &n);
+		fits = n == 0 || st <= (double) EddyMaxMemoryBytes(n);
+		if (certain)
+			ct = estimated_join_state(root, jp, candidate, -1, 1.0, true, &n);
+		if (fits != best_fits)
+			better = fits;
+		else if (certain && !fits && ct != best_certain)
+			better = ct < best_certain;
+		else
+			better = st < *state;
+		if (better)
+		{
+			best = candidate;
+			*state = st;
+			*nstairs = n;
+			best_fits = fits;
+			best_certain = ct;
+		}
+	}
+	return best;
+}
+
 /*
  * Does the estimated join state fit in eddy.max_memory?  Past it the eddy
  * spills (spill.c), which costs more than PostgreSQL's batching.  Decides
@@ -1675,6 +1760,9 @@ join_state_fits(PlannerInfo *root, EddyJoinPath *jp)
 	jp->reading_order = source_reading_order(jp, unique);
 	jp->est_state = estimated_join_state(root, jp, jp->reading_order, -1, 1.0,
 										  false, &nstairs);
+	if (nstairs > 0 && jp->est_state > (double) EddyMaxMemoryBytes(nstairs))
+		jp->reading_order = least_state_order(root, jp, jp->reading_order, true,
+											  true, &jp->est_state, &nstairs);
 	jp->certain_state = estimated_join_state(root, jp, jp->reading_order, -1,
 											 1.0, true, &nstairs);
 	jp->est_nstairs = nstairs;
@@ -1772,8 +1860,8 @@ init_join_path_node(EddyJoinPath *jp, RelOptInfo *joinrel, List *custom_paths)
 	jp->cpath.path.parallel_safe = false;
 	jp->cpath.path.parallel_workers = 0;
 	jp->cpath.path.rows = joinrel->rows;
-	jp->cpath.path.startup_cost = joinrel->cheapest_total_path->startup_cost;
-	jp->cpath.path.total_cost = joinrel->cheapest_total_path->total_cost;
+	jp->cpath.path.startup_cost = jp->serial_basis->startup_cost;
+	jp->cpath.path.total_cost = jp->serial_basis->total_cost;
 	jp->cpath.path.pathkeys = NIL;
 	jp->cpath.flags = 0;
 	jp->cpath.custom_paths = custom_paths;
@@ -1887,23 +1975,90 @@ typedef struct PartialCost
 } PartialCost;
 
 /*
+ * Does path run joins in parallel: is there a Gather or Gather Merge with a
+ * join below it?  (A Gather over one relation's scan the eddy can read as
+ * that relation's source, source_path: TPC-H Q17's part.)
+ */
+static bool
+gathered_join(Path *path, bool below_gather)
+{
+	Path	   *sub;
+
+	check_stack_depth();
+	switch (nodeTag(path))
+	{
+		case T_NestPath:
+		case T_HashPath:
+		case T_MergePath:
+			if (below_gather)
+				return true;
+			return gathered_join(((JoinPath *) path)->outerjoinpath, false) ||
+				gathered_join(((JoinPath *) path)->innerjoinpath, false);
+		case T_GatherPath:
+		case T_GatherMergePath:
+			return gathered_join(wrapped_path(path), true);
+		case T_UniquePath:
+			return gathered_join(((UniquePath *) path)->subpath, below_gather);
+		default:
+			sub = wrapped_path(path);
+			return sub != NULL && gathered_join(sub, below_gather);
+	}
+}
+
+/*
+ * The cost a serial eddy is given: its join relation's cheapest path's,
+ * unless that path runs joins in parallel (a Gather inside the block:
+ * TPC-H Q21 under PostgreSQL's defaults, a Gather over its hash join of
+ * orders below the semi join), which the serial eddy does not: then the
+ * cheapest unparameterized path that does not.  NULL if there is none.
+ */
+static Path *
+serial_cost_basis(RelOptInfo *joinrel)
+{
+	Path	   *best = NULL;
+	ListCell   *lc;
+
+	if (!gathered_join(joinrel->cheapest_total_path, false))
+		return joinrel->cheapest_total_path;
+	foreach(lc, joinrel->pathlist)
+	{
+		Path	   *p = lfirst(lc);
+
+		if (p->param_info == NULL && !gathered_join(p, false) &&
+			(best == NULL || p->total_cost < best->total_cost))
+			best = p;
+	}
+	return best;
+}
+
+/*
  * Would PostgreSQL run the block in parallel: does a Gather over its
- * cheapest partial path cost less than its cheapest serial path?  The
- * comparison is made on the join alone, before any partial aggregation
- * above it (which favours the parallel plan further).  *gather_cost gets
- * that Gather's cost.
+ * cheapest partial path cost less than its cheapest serial path, or does
+ * that path itself run joins in parallel below the block's top
+ * (gathered_join)?  The comparison is made on the join alone, before any
+ * partial aggregation above it (which favours the parallel plan further).
+ * *gather_cost gets the cost of the cheaper of the two.
  */
 static bool
 parallel_plan_cheaper(PlannerInfo *root, RelOptInfo *joinrel, Cost *gather_cost)
 {
 	GatherPath *gather;
+	bool		inside;
 
-	if (joinrel->partial_pathlist == NIL || joinrel->cheapest_total_path == NULL)
+	if (joinrel->cheapest_total_path == NULL)
 		return false;
+	inside = gathered_join(joinrel->cheapest_total_path, false);
+	*gather_cost = joinrel->cheapest_total_path->total_cost;
+	if (joinrel->partial_pathlist == NIL)
+		return inside;
 	gather = create_gather_path(root, joinrel, linitial(joinrel->partial_pathlist),
 								joinrel->reltarget, NULL, NULL);
-	*gather_cost = gather->path.total_cost;
-	return gather->path.total_cost < joinrel->cheapest_total_path->total_cost;
+	if (gather->path.total_cost < *gather_cost)
+	{
+		*gather_cost = gather->path.total_cost;
+		return true;
+	}
+	return inside;
 }
 
 /*
@@ -2177,31 +2332,8 @@ exchange_sources(PlannerInfo *root, EddyJoinPath *jp, RelOptInfo *joinrel,
 	 * scanned relation moved last, whichever stores least (every
 	 * participant holds the whole state, which must fit).
 	 */
-	*order = jp->reading_order;
-	state = estimated_join_state(root, jp, *order, -1, 1.0, false, &nstairs);
-	foreach(lc, jp->reading_order)
-	{
-		int			r = intVal(lfirst(lc));
-		List	   *candidate;
-		ListCell   *lc2;
-		double		st;
-		int			n;
-
-		if (!jp->scanned[r] || r == intVal(llast(jp->reading_order)))
-			continue;
-		candidate = NIL;
-		foreach(lc2, jp->reading_order)
-			if (intVal(lfirst(lc2)) != r)
-				candidate = lappend(candidate, lfirst(lc2));
-		candidate = lappend(candidate, makeInteger(r));
-		st = estimated_join_state(root, jp, candidate, -1, 1.0, false, &n);
-		if (st < state)
-		{
-			*order = candidate;
-			state = st;
-			nstairs = n;
-		}
-	}
+	*order = least_state_order(root, jp, jp->reading_order, false, false, &state,
+							   &nstairs);
 	if (nstairs > 0 && state > (double) EddyMaxMemoryBytes(nstairs))
 	{
 		*why = psprintf("its whole state (%.0f kB), which every participant would hold, exceeds eddy.max_memory",
@@ -2380,6 +2512,7 @@ EddyCreateJoinPath(PlannerInfo *root, RelOptInfo *joinrel, List *initial_rels,
 
 	jp = (EddyJoinPath *) newNode(sizeof(EddyJoinPath), T_CustomPath);
 	jp->nrels = list_length(initial_rels);
+	jp->serial_basis = serial_cost_basis(joinrel);
 	jp->rels = palloc(sizeof(RelOptInfo *) * jp->nrels);
 	jp->scanned = palloc(sizeof(bool) * jp->nrels);
 	jp->targets = palloc0(sizeof(PathTarget *) * jp->nrels);
@@ -2512,8 +2645,19 @@ EddyCreateJoinPath(PlannerInfo *root, RelOptInfo *joinrel, List *initial_rels,
 			 EddyMaxMemoryBytes(jp->est_nstairs) / 1024);
 		return NULL;
 	}
-	if (serial_fits || !partial_fits)
+	if ((serial_fits || !partial_fits) && jp->serial_basis != NULL)
 		serial = make_join_path(root, jp, joinrel, children);
+	else if (jp->serial_basis == NULL && partial_child == NULL)
+	{
+		elog(DEBUG1, "eddy: join block not used: PostgreSQL's plan runs its joins in parallel, and no parallel eddy is possible");
+		return NULL;
+	}
+	else if (jp->serial_basis == NULL)
+	{
+		serial = NULL;
+		jp->serial_basis = joinrel->cheapest_total_path;
+		init_join_path_node(jp, joinrel, NIL);
+	}
 	else
 	{
 		serial = NULL;
@@ -2933,7 +3077,12 @@ make_join_modules(PlannerInfo *root, EddyJoinPath *jp, List **scan_quals,
  * equal relations is read last, whichever of them PostgreSQL's statistics
  * made it hash: it is the relation whose tuples each meet both joins
  * complete and can go first to the one that eliminates them (the STAIRs
- * paper's Figure 9).
+ * paper's Figure 9).  Where the order so made stores more than
+ * eddy.max_memory, join_state_fits tries each other relation last
+ * (least_state_order: TPC-H Q21 under PostgreSQL's defaults, where orders,
+ * unique on its key, went first and stored 729,413 rows, 60 MB, and its
+ * block was declined; read last, it stores the 156,000 l1 rows its index
+ * join from supplier makes).
  */
 static List *
 source_reading_order(EddyJoinPath *jp, bool (*unique)[2])
@@ -3001,17 +3150,8 @@ source_reading_order(EddyJoinPath *jp, bool (*unique)[2])
 		intVal(llast(order)) != best)
 	{
 		int			last = intVal(llast(order));
-		int			degree = 0;
 
-		foreach(lc, jp->edges)
-		{
-			JoinEdge   *e = lfirst(lc);
-
-			if (e->index_into < 0 && e->clauses != NIL &&
-				(e->a == last || e->b == last))
-				degree++;
-		}
-		if (best_weight > jp->rels[last]->rows * degree)
+		if (best_weight > jp->rels[last]->rows * keyed_hash_joins(jp, last))
 		{
 			foreach(lc, order)
 			{
