@@ -26,7 +26,8 @@ extern List *EddySelectionPrivate(uint32 sources, List *prereqs, int expr_index,
 
 /* plan_join.c */
 extern Path *EddyCreateJoinPath(PlannerInfo *root, RelOptInfo *joinrel,
-								List *initial_rels, Path **partial);
+								 List *initial_rels, bool sub_block,
+								 Path **partial);
 extern Index EddySemiJoinRel(PlannerInfo *root, SpecialJoinInfo *sjinfo);
 
 #endif							/* EDDY_PLAN_H */

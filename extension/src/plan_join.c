@@ -7,7 +7,11 @@
  * planner.c calls EddyCreateJoinPath for the final relation of a join
  * search whose relations are all inner-joined base relations, or the one
  * inner relation of a semi or anti join (made an index semi or anti join:
- * "Semi and anti joins" below), after PostgreSQL has planned it.  We read PostgreSQL's cheapest plan for three
+ * "Semi and anti joins" below), after PostgreSQL has planned it; or, in a
+ * block with other special joins, for a join relation below them
+ * (planner.c, "Sub-blocks": sub_block, whose scan paths are copied before
+ * they get the eddy's targets, since PostgreSQL's other plans for the
+ * block may share them).  We read PostgreSQL's cheapest plan for three
  * things:
  *
  *	 - the join clauses it enforces (every JoinPath's joinrestrictinfo and
@@ -86,8 +90,11 @@
  * falls back keeps its vanilla plan exactly as PostgreSQL made it.
  * Last, the parallel decision ("Parallel eddies" below): where possible
  * the eddy gets a partial twin for the relation's partial_pathlist, and
- * where PostgreSQL would run the block in parallel and the twin would cost
- * more than its parallel plan, the block keeps PostgreSQL's plan.
+ * where PostgreSQL would run the block in parallel (a Gather over its
+ * partial plan, or its cheapest plan running joins below a Gather inside
+ * the block) and the twin would cost more than that plan, the block keeps
+ * PostgreSQL's plan; the serial eddy takes the cost of PostgreSQL's
+ * cheapest plan that runs no join in parallel (serial_cost_basis).
  * eddy_plan_join_path makes, in order: the sources and their column
  * ranges, the selection modules with their prerequisites, and the join
  * modules with their uniqueness; the reading order is the one decided
@@ -159,6 +166,8 @@ typedef struct EddyJoinPath
 	List	   *reading_order;	/* Integers: the order the eddy reads in */
 	Path	   *serial_basis;	/* whose cost the serial eddy takes
 								 * (serial_cost_basis) */
+	bool		sub_block;		/* below the block's special joins (planner.c):
+								 * its scan paths are copied, not changed */
 	double		est_state;		/* estimated join state, bytes */
 	double		certain_state;	/* the part of it stored for certain */
 	int			est_nstairs;	/* STAIRs it counts */
@@ -180,6 +189,7 @@ static Plan *eddy_plan_join_path(PlannerInfo *root, RelOptInfo *rel,
 static bool probe_side_unique(PlannerInfo *root, EddyJoinPath *jp, int rel,
 							  uint32 mask, List *keyclauses, List **scan_quals);
 static List *source_reading_order(EddyJoinPath *jp, bool (*unique)[2]);
+static Path *copy_scan_path(Path *path);
 
 static const CustomPathMethods eddy_join_path_methods = {
 	.CustomName = EDDY_NODE_NAME,
@@ -1839,6 +1849,14 @@ make_join_path(PlannerInfo *root, EddyJoinPath *jp, RelOptInfo *joinrel,
 
 		if (!jp->scanned[i])
 			continue;
+		if (jp->sub_block)
+		{
+			/* PostgreSQL's other plans for the block may share the path */
+			Path	   *copy = copy_scan_path(children[i]);
+
+			if (copy != NULL)
+				children[i] = copy;
+		}
 		if (i == last)
 			physical = physical_target(root, jp, i, children[i]);
 		children[i]->pathtarget = physical != NULL ? physical : jp->targets[i];
@@ -2477,7 +2495,7 @@ make_partial_join_path(PlannerInfo *root, EddyJoinPath *jp, RelOptInfo *joinrel,
  */
 Path *
 EddyCreateJoinPath(PlannerInfo *root, RelOptInfo *joinrel, List *initial_rels,
-				   Path **partial)
+				   bool sub_block, Path **partial)
 {
 	EddyJoinPath *jp;
 	Path	   *serial;
@@ -2512,6 +2530,7 @@ EddyCreateJoinPath(PlannerInfo *root, RelOptInfo *joinrel, List *initial_rels,
 
 	jp = (EddyJoinPath *) newNode(sizeof(EddyJoinPath), T_CustomPath);
 	jp->nrels = list_length(initial_rels);
+	jp->sub_block = sub_block;
 	jp->serial_basis = serial_cost_basis(joinrel);
 	jp->rels = palloc(sizeof(RelOptInfo *) * jp->nrels);
 	jp->scanned = palloc(sizeof(bool) * jp->nrels);

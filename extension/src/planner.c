@@ -26,7 +26,9 @@
  * and with it a partial twin that a Gather runs in parallel where one is
  * possible (parallel.c); where PostgreSQL would run the block in parallel
  * and the parallel eddy would cost more than its plan, PostgreSQL's plan
- * stays (plan_join.c, "Parallel eddies").
+ * stays (plan_join.c, "Parallel eddies").  A block refused for its outer
+ * joins, or semi or anti joins of several relations, may still get eddies
+ * over the inner joins PostgreSQL's plan makes below them ("Sub-blocks").
  *
  * Whatever the eddy cannot handle keeps the vanilla plan, and the reason is
  * logged at DEBUG1: inheritance and partitioned tables, foreign tables and
@@ -45,6 +47,7 @@
 
 #include "catalog/pg_class.h"
 #include "commands/extension.h"
+#include "miscadmin.h"
 #include "nodes/nodeFuncs.h"
 #include "optimizer/cost.h"
 #include "optimizer/optimizer.h"
@@ -372,33 +375,24 @@ eddy_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
  * Why the block joining initial_rels cannot be an eddy, or NULL if it can:
  * every relation must be a base relation of this query level, inner-joined
  * or the single inner relation of a semi or anti join (EddySemiJoinRel; the
- * eddy reaches it by an index semi or anti join, plan_join.c), not the target of a
- * data-modifying statement, with no row marks and no LATERAL references.
+ * eddy reaches it by an index semi or anti join, plan_join.c), not the
+ * target of a data-modifying statement, with no row marks and no LATERAL
+ * references.  *special is set when the block is refused for its special
+ * joins alone: its inner-join sub-blocks may still be eddies (below).
  */
 static const char *
 eddy_join_unsupported_reason(PlannerInfo *root, RelOptInfo *joinrel,
-							 List *initial_rels)
+							 List *initial_rels, bool *special)
 {
 	ListCell   *lc;
 
+	*special = false;
 	if (list_length(initial_rels) > eddy_max_sources)
 		return "more relations than eddy.max_sources";
 	if (root->rowMarks != NIL)
 		return "the query has row marks (FOR UPDATE/SHARE or a data-modifying statement)";
 	if (root->hasLateralRTEs)
 		return "the query has LATERAL references";
-	foreach(lc, root->join_info_list)
-	{
-		SpecialJoinInfo *sjinfo = lfirst(lc);
-
-		if (!bms_overlap(sjinfo->min_lefthand, joinrel->relids) &&
-			!bms_overlap(sjinfo->min_righthand, joinrel->relids) &&
-			!bms_overlap(sjinfo->syn_lefthand, joinrel->relids) &&
-			!bms_overlap(sjinfo->syn_righthand, joinrel->relids))
-			continue;
-		if (EddySemiJoinRel(root, sjinfo) == 0)
-			return "the block has outer joins, or semi or anti joins of more than one relation";
-	}
 	foreach(lc, initial_rels)
 	{
 		RelOptInfo *rel = lfirst(lc);
@@ -414,7 +408,218 @@ eddy_join_unsupported_reason(PlannerInfo *root, RelOptInfo *joinrel,
 	}
 	if (IS_DUMMY_REL(joinrel))
 		return "the join is proven empty";
+	foreach(lc, root->join_info_list)
+	{
+		SpecialJoinInfo *sjinfo = lfirst(lc);
+
+		if (!bms_overlap(sjinfo->min_lefthand, joinrel->relids) &&
+			!bms_overlap(sjinfo->min_righthand, joinrel->relids) &&
+			!bms_overlap(sjinfo->syn_lefthand, joinrel->relids) &&
+			!bms_overlap(sjinfo->syn_righthand, joinrel->relids))
+			continue;
+		if (EddySemiJoinRel(root, sjinfo) == 0)
+		{
+			*special = true;
+			return "the block has outer joins, or semi or anti joins of more than one relation";
+		}
+	}
 	return NULL;
+}
+
+/* ----------------------------------------------------------------
+ *		Sub-blocks
+ *
+ * A block refused for its special joins alone (outer joins, or semi or
+ * anti joins of more than one relation: TPC-H Q13 and Q20) may hold
+ * inner-join sub-blocks below them: the joins PostgreSQL's plan makes
+ * among relations on one side of every such join.  Each maximal one of at
+ * least two relations in the plans PostgreSQL keeps for the block becomes
+ * an eddy (plan_join.c, as a whole block is), the special joins staying
+ * PostgreSQL's above it.  A join in the plan is such a sub-block when
+ *
+ *	 - it is its relation's cheapest path, unparameterized, unsorted (no
+ *	   pathkeys, which a merge join or the ORDER BY above may rely on) and
+ *	   not inside a Gather (a partial path: each worker would run the whole
+ *	   eddy), nor on the inner side of a nested loop, which rescans it for
+ *	   every outer row where PostgreSQL's hash join keeps its table; a
+ *	   Material, Sort or Unique above it is fine;
+ *	 - every special join it overlaps is either inside it and one the eddy
+ *	   makes (EddySemiJoinRel) or wholly above it: the sub-block lies within
+ *	   one of the join's sides;
+ *	 - its relations pass the block's other checks.
+ *
+ * The eddy takes the cost of the path it replaces (it is that join
+ * relation's cheapest; one that runs joins below a Gather, which a serial
+ * eddy costs more than, stays), so the plans above stay what PostgreSQL
+ * chose.
+ * Paths are copied on the way up where a child is replaced, never changed
+ * in place: a sub-path may be shared by several of the block's paths.
+ * ----------------------------------------------------------------
+ */
+
+/* Does every special join that overlaps relids lie inside it (one the eddy
+ * makes) or wholly above it? */
+static bool
+special_joins_above(PlannerInfo *root, Relids relids)
+{
+	ListCell   *lc;
+
+	foreach(lc, root->join_info_list)
+	{
+		SpecialJoinInfo *sjinfo = lfirst(lc);
+		Relids		left = bms_union(sjinfo->min_lefthand, sjinfo->syn_lefthand);
+		Relids		right = bms_union(sjinfo->min_righthand, sjinfo->syn_righthand);
+
+		if (!bms_overlap(left, relids) && !bms_overlap(right, relids))
+			continue;
+		if (bms_is_subset(sjinfo->min_lefthand, relids) &&
+			bms_is_subset(sjinfo->min_righthand, relids))
+		{
+			/* made inside the sub-block */
+			if (EddySemiJoinRel(root, sjinfo) == 0)
+				return false;
+			continue;
+		}
+		/* above it: the sub-block lies within one side */
+		if (bms_overlap(left, relids) && bms_overlap(right, relids))
+			return false;
+	}
+	return true;
+}
+
+/* The eddy for join relation rel's cheapest path, or NULL */
+static Path *
+sub_block_eddy(PlannerInfo *root, RelOptInfo *rel)
+{
+	List	   *rels = NIL;
+	const char *reason;
+	bool		special;
+	Path	   *path;
+	Path	   *partial;
+	int			relid = -1;
+
+	while ((relid = bms_next_member(rel->relids, relid)) >= 0)
+	{
+		if (relid >= root->simple_rel_array_size ||
+			root->simple_rel_array[relid] == NULL)
+			return NULL;
+		rels = lappend(rels, root->simple_rel_array[relid]);
+	}
+	if (!special_joins_above(root, rel->relids))
+		return NULL;
+	/* its special joins were checked above: they are the block's */
+	reason = eddy_join_unsupported_reason(root, rel, rels, &special);
+	if (reason != NULL && !special)
+	{
+		elog(DEBUG1, "eddy: sub-block of %d relations not used: %s",
+			 list_length(rels), reason);
+		return NULL;
+	}
+	elog(DEBUG1, "eddy: sub-block of %d relations below the block's special joins",
+		 list_length(rels));
+	path = EddyCreateJoinPath(root, rel, rels, true, &partial);
+	return path;				/* a partial twin is not used below a serial join */
+}
+
+/* A flat copy of a path node, whose children may then be replaced */
+static Path *
+copy_path_node(Path *path, Size size)
+{
+	Path	   *copy = palloc(size);
+
+	memcpy(copy, path, size);
+	return copy;
+}
+
+/*
+ * path with its maximal inner-join sub-blocks made eddies (header), a copy
+ * where anything below changed; *made counts them.  rescanned: path is on
+ * the inner side of a nested loop.
+ */
+static Path *
+eddy_sub_blocks(PlannerInfo *root, Path *path, bool rescanned, int *made)
+{
+	check_stack_depth();
+	switch (nodeTag(path))
+	{
+		case T_NestPath:
+		case T_HashPath:
+		case T_MergePath:
+			{
+				JoinPath   *jpath = (JoinPath *) path;
+				Path	   *outer;
+				Path	   *inner;
+				Size		size;
+
+				if (!rescanned && path == path->parent->cheapest_total_path &&
+					path->param_info == NULL && path->pathkeys == NIL &&
+					!path->parallel_aware &&
+					path->pathtarget == path->parent->reltarget &&
+					bms_num_members(path->parent->relids) >= 2)
+				{
+					Path	   *eddy = sub_block_eddy(root, path->parent);
+
+					/* not where it costs more: a Gather inside the join */
+					if (eddy != NULL && eddy->total_cost <= path->total_cost)
+					{
+						(*made)++;
+						return eddy;
+					}
+				}
+				outer = eddy_sub_blocks(root, jpath->outerjoinpath, rescanned, made);
+				inner = eddy_sub_blocks(root, jpath->innerjoinpath,
+										rescanned || IsA(path, NestPath), made);
+				if (outer == jpath->outerjoinpath && inner == jpath->innerjoinpath)
+					return path;
+				size = IsA(path, NestPath) ? sizeof(NestPath) :
+					IsA(path, HashPath) ? sizeof(HashPath) : sizeof(MergePath);
+				jpath = (JoinPath *) copy_path_node(path, size);
+				jpath->outerjoinpath = outer;
+				jpath->innerjoinpath = inner;
+				return (Path *) jpath;
+			}
+		case T_MaterialPath:
+			{
+				MaterialPath *mpath = (MaterialPath *) path;
+				/* a Material reads its input once, however often rescanned */
+				Path	   *sub = eddy_sub_blocks(root, mpath->subpath, false, made);
+
+				if (sub == mpath->subpath)
+					return path;
+				mpath = (MaterialPath *) copy_path_node(path, sizeof(MaterialPath));
+				mpath->subpath = sub;
+				return (Path *) mpath;
+			}
+		case T_UniquePath:
+			{
+				UniquePath *upath;
+				Path	   *sub;
+
+				upath = (UniquePath *) path;
+				sub = eddy_sub_blocks(root, upath->subpath, rescanned, made);
+				if (sub == upath->subpath)
+					return path;
+				upath = (UniquePath *) copy_path_node(path, sizeof(UniquePath));
+				upath->subpath = sub;
+				return (Path *) upath;
+			}
+		case T_SortPath:
+			{
+				SortPath   *spath;
+				Path	   *sub;
+
+				spath = (SortPath *) path;
+				sub = eddy_sub_blocks(root, spath->subpath, rescanned, made);
+				if (sub == spath->subpath)
+					return path;
+				spath = (SortPath *) copy_path_node(path, sizeof(SortPath));
+				spath->subpath = sub;
+				return (Path *) spath;
+			}
+		default:
+			/* scans, Gather (partial paths below), Memoize, Append, ... */
+			return path;
+	}
 }
 
 static RelOptInfo *
@@ -424,6 +629,7 @@ eddy_join_search(PlannerInfo *root, int levels_needed, List *initial_rels)
 	const char *reason;
 	Path	   *path;
 	Path	   *partial;
+	bool		special;
 
 	if (prev_join_search_hook)
 		final_rel = prev_join_search_hook(root, levels_needed, initial_rels);
@@ -434,17 +640,27 @@ eddy_join_search(PlannerInfo *root, int levels_needed, List *initial_rels)
 
 	if (!eddy_enabled || final_rel == NULL)
 		return final_rel;
-	reason = eddy_join_unsupported_reason(root, final_rel, initial_rels);
+	reason = eddy_join_unsupported_reason(root, final_rel, initial_rels, &special);
 	if (reason != NULL)
 	{
 		elog(DEBUG1, "eddy: join of %d relations not used: %s",
 			 list_length(initial_rels), reason);
+		if (special && EddyExtensionCreated())
+		{
+			int			made = 0;
+			ListCell   *lc;
+
+			foreach(lc, final_rel->pathlist)
+				lfirst(lc) = eddy_sub_blocks(root, lfirst(lc), false, &made);
+			if (made > 0)
+				set_cheapest(final_rel);
+		}
 		return final_rel;
 	}
 	if (!EddyExtensionCreated())
 		return final_rel;
 
-	path = EddyCreateJoinPath(root, final_rel, initial_rels, &partial);
+	path = EddyCreateJoinPath(root, final_rel, initial_rels, false, &partial);
 	if (path == NULL && partial == NULL)
 		return final_rel;
 

@@ -100,6 +100,16 @@ RESET client_min_messages;
 EXPLAIN (COSTS OFF)
 SELECT count(*) FROM jc LEFT JOIN
   (SELECT jb.id FROM ja JOIN jb ON ja.x = jb.s OFFSET 0) sub ON sub.id = jc.id;
+-- and without the subquery: the block has an outer join, and the inner join
+-- PostgreSQL makes below it is an eddy (a sub-block), with the same count
+SET client_min_messages = debug1;
+EXPLAIN (COSTS OFF)
+SELECT count(*) FROM jc LEFT JOIN (ja JOIN jb ON ja.x = jb.s) ON jb.id = jc.id;
+RESET client_min_messages;
+SELECT count(*) FROM jc LEFT JOIN (ja JOIN jb ON ja.x = jb.s) ON jb.id = jc.id;
+SET eddy.enabled = off;
+SELECT count(*) FROM jc LEFT JOIN (ja JOIN jb ON ja.x = jb.s) ON jb.id = jc.id;
+RESET eddy.enabled;
 
 -- the memory limit: a block whose tables stored for certain exceed it keeps
 -- the vanilla plan (which batches faster than the eddy spills); one whose
