@@ -20,6 +20,8 @@ import time
 import pytest
 
 from eddytools.db import (
+    EXECUTOR_DEFAULTS,
+    EXECUTOR_VARIANTS,
     PARALLEL_FORCED,
     PARALLEL_SERVER,
     eddy_nodes,
@@ -27,7 +29,9 @@ from eddytools.db import (
     explain_json,
     multiset,
     plan_nodes,
+    set_core_gucs,
     set_gucs,
+    vanilla_multiset,
 )
 
 SCHEMA = """
@@ -70,20 +74,6 @@ QUERIES = [
     "AND NOT EXISTS (SELECT 1 FROM si i2 WHERE i2.t = so.t AND i2.z = 3)",
 ]
 
-SETTINGS = [
-    {},
-    {"routing_policy": "lottery"},
-    {"routing_policy": "cumulative", "migration": "greedy", "debug_migrate_every": "3"},
-    {"debug_spill_after": "40"},
-    {"state_mode": "stems", "source_schedule": "proportional"},
-    {"reopt_frequency": "1", "routing_policy": "rank"},
-]
-
-DEFAULTS = {"routing_policy": "rank", "migration": "off", "debug_migrate_every": "0",
-            "debug_spill_after": "0", "state_mode": "stairs", "source_schedule": "build",
-            "reopt_frequency": "100"}
-
-
 @pytest.fixture
 def semi(eddy_conn):
     eddy_conn.execute(SCHEMA)
@@ -91,21 +81,9 @@ def semi(eddy_conn):
     return eddy_conn
 
 
-def _set(conn, settings: dict) -> None:
-    for name, value in settings.items():
-        conn.execute("SELECT set_config(%s, %s, false)", (name, value))
-
-
 def _modules(plan: dict) -> list[str]:
     return [op.get("Operator Type", "") for e in eddy_nodes(plan)
             for op in e.get("Operators", [])]
-
-
-def _vanilla(conn, q: str):
-    set_gucs(conn, enabled="off")
-    rows = multiset(conn.execute(q).fetchall())
-    set_gucs(conn, enabled="on")
-    return rows
 
 
 @pytest.mark.parametrize("method", ["auto", "index"])
@@ -118,10 +96,10 @@ def test_semi_and_anti_joins_return_vanillas_rows(semi, method):
     if method == "auto":
         # PostgreSQL hashes these small relations: make it choose index
         # nested loops, which the eddy then follows
-        _set(semi, {"enable_hashjoin": "off", "enable_mergejoin": "off"})
+        set_core_gucs(semi, {"enable_hashjoin": "off", "enable_mergejoin": "off"})
     with_eddy = 0
     for q in QUERIES:
-        want = _vanilla(semi, q)
+        want = vanilla_multiset(semi, q)
         assert sum(want.values()) > 0, q
         plan = explain_json(semi, q)
         kinds = _modules(plan)
@@ -130,11 +108,11 @@ def test_semi_and_anti_joins_return_vanillas_rows(semi, method):
                 (q, kinds, eddy_reasons(semi, q))
         if any(k in ("Index Semi Join", "Index Anti Join") for k in kinds):
             with_eddy += 1
-        for extra in SETTINGS:
-            set_gucs(semi, **DEFAULTS)
+        for extra in EXECUTOR_VARIANTS:
+            set_gucs(semi, **EXECUTOR_DEFAULTS)
             set_gucs(semi, **extra)
             assert multiset(semi.execute(q).fetchall()) == want, (q, extra)
-        set_gucs(semi, **DEFAULTS)
+        set_gucs(semi, **EXECUTOR_DEFAULTS)
     assert with_eddy >= (len(QUERIES) if method == "index" else 3), with_eddy
 
 
@@ -142,14 +120,14 @@ def test_under_parallel_plans(semi):
     """With parallel plans forced the semi and anti joins run in a partial
     eddy's processes (each its own index scans) with PostgreSQL's rows."""
     set_gucs(semi, join_method="index")
-    _set(semi, PARALLEL_FORCED)
+    set_core_gucs(semi, PARALLEL_FORCED)
     parallel = 0
     for q in QUERIES:
-        want = _vanilla(semi, q)
+        want = vanilla_multiset(semi, q)
         plan = explain_json(semi, q)
         parallel += any(e.get("Parallel Aware") for e in eddy_nodes(plan))
         assert multiset(semi.execute(q).fetchall()) == want, q
-    _set(semi, PARALLEL_SERVER)
+    set_core_gucs(semi, PARALLEL_SERVER)
     assert parallel >= 1
 
 
@@ -172,8 +150,8 @@ def test_a_second_equality_of_the_same_class_is_implied(semi):
     semi.execute("VACUUM ANALYZE sa, sb, ss")
     q = ("SELECT sa.id, sb.f FROM sb, sa WHERE sb.k = sa.k AND sb.f IN (1, 2) AND EXISTS "
          "(SELECT 1 FROM ss WHERE ss.k = sa.k AND ss.v <> sa.v AND ss.v > 1)")
-    _set(semi, PARALLEL_FORCED)
-    want = _vanilla(semi, q)
+    set_core_gucs(semi, PARALLEL_FORCED)
+    want = vanilla_multiset(semi, q)
     assert 0 < sum(want.values()) < 800
     set_gucs(semi, enabled="off")
     filters = [n.get("Join Filter", "") for n in plan_nodes(explain_json(semi, q))
@@ -187,7 +165,7 @@ def test_a_second_equality_of_the_same_class_is_implied(semi):
     set_gucs(semi, debug_spill_after="30")
     assert multiset(semi.execute(q).fetchall()) == want
     set_gucs(semi, debug_spill_after="0")
-    _set(semi, PARALLEL_SERVER)
+    set_core_gucs(semi, PARALLEL_SERVER)
 
 
 def test_explain_names_the_joins_and_counts_heap_fetches(semi):
@@ -223,8 +201,8 @@ def test_explain_names_the_joins_and_counts_heap_fetches(semi):
     assert fetches(q) == 0
     semi.execute("DELETE FROM si WHERE id % 3 = 0")
     assert fetches(q) > 0
-    assert multiset(semi.execute(q).fetchall()) == _vanilla(semi, q)
-    assert multiset(semi.execute(q2).fetchall()) == _vanilla(semi, q2)
+    assert multiset(semi.execute(q).fetchall()) == vanilla_multiset(semi, q)
+    assert multiset(semi.execute(q2).fetchall()) == vanilla_multiset(semi, q2)
 
 
 def test_cursor_and_rescan(semi):
@@ -232,7 +210,7 @@ def test_cursor_and_rescan(semi):
     rescanned per outer row return PostgreSQL's rows."""
     set_gucs(semi, join_method="index")
     q = QUERIES[9]
-    want = _vanilla(semi, q)
+    want = vanilla_multiset(semi, q)
     got = []
     with semi.transaction():
         semi.execute(f"DECLARE c NO SCROLL CURSOR FOR {q}")
@@ -244,7 +222,7 @@ def test_cursor_and_rescan(semi):
     assert multiset(got) == want
     rq = ("SELECT sd.z, (SELECT count(*) FROM so WHERE so.z = sd.z AND NOT EXISTS "
           "(SELECT 1 FROM si WHERE si.k = so.k)) FROM sd")
-    assert multiset(semi.execute(rq).fetchall()) == _vanilla(semi, rq)
+    assert multiset(semi.execute(rq).fetchall()) == vanilla_multiset(semi, rq)
 
 
 def test_unsupported_shapes_keep_postgresqls_plan(semi):
@@ -261,7 +239,7 @@ def test_unsupported_shapes_keep_postgresqls_plan(semi):
             "anti join",
     }
     for q, why in cases.items():
-        want = _vanilla(semi, q)
+        want = vanilla_multiset(semi, q)
         plan = explain_json(semi, q)
         reasons = eddy_reasons(semi, q)
         assert not any(k in ("Index Semi Join", "Index Anti Join") for k in _modules(plan)) \

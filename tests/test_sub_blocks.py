@@ -16,6 +16,8 @@ from __future__ import annotations
 import pytest
 
 from eddytools.db import (
+    EXECUTOR_DEFAULTS,
+    EXECUTOR_VARIANTS,
     PARALLEL_FORCED,
     PARALLEL_SERVER,
     eddy_nodes,
@@ -23,7 +25,9 @@ from eddytools.db import (
     explain_json,
     multiset,
     plan_nodes,
+    set_core_gucs,
     set_gucs,
+    vanilla_multiset,
 )
 
 SCHEMA = """
@@ -69,18 +73,9 @@ ORDERED = ("SELECT td.name, ta.id, tb.id FROM td LEFT JOIN "
            "(ta JOIN tb ON ta.k = tb.k AND tb.v < 5) ON ta.z = td.z "
            "ORDER BY td.name, ta.id, tb.id LIMIT 500")
 
-SETTINGS = [
-    {},
-    {"routing_policy": "lottery"},
-    {"routing_policy": "cumulative", "migration": "greedy", "debug_migrate_every": "3"},
-    {"debug_spill_after": "40"},
-    {"state_mode": "stems", "source_schedule": "proportional"},
-    {"reopt_frequency": "1", "join_method": "hash"},
-]
-
-DEFAULTS = {"routing_policy": "rank", "migration": "off", "debug_migrate_every": "0",
-            "debug_spill_after": "0", "state_mode": "stairs", "source_schedule": "build",
-            "reopt_frequency": "100", "join_method": "auto"}
+# the executor's variants, and the eddy's hash joins for every join
+VARIANTS = [*EXECUTOR_VARIANTS, {"join_method": "hash", "reopt_frequency": "1"}]
+DEFAULTS = {**EXECUTOR_DEFAULTS, "join_method": "auto"}
 
 CORE = {"enable_hashjoin": "on", "enable_mergejoin": "on", "enable_nestloop": "on",
         "enable_material": "on"}
@@ -93,16 +88,11 @@ def sub(eddy_conn):
     return eddy_conn
 
 
-def _set(conn, settings: dict) -> None:
-    for name, value in settings.items():
-        conn.execute("SELECT set_config(%s, %s, false)", (name, value))
-
-
-def _vanilla(conn, q: str, ordered: bool = False):
+def _vanilla_ordered(conn, q: str) -> list[tuple]:
     set_gucs(conn, enabled="off")
     rows = conn.execute(q).fetchall()
     set_gucs(conn, enabled="on")
-    return rows if ordered else multiset(rows)
+    return rows
 
 
 def _special_join_above_eddy(plan: dict) -> bool:
@@ -120,14 +110,14 @@ def test_sub_blocks_are_eddies_with_vanillas_rows(sub):
     special join, the reason at DEBUG1; every query returns PostgreSQL's
     rows under every setting."""
     for q, expected in QUERIES:
-        want = _vanilla(sub, q)
+        want = vanilla_multiset(sub, q)
         assert sum(want.values()) > 0, q
         plan = explain_json(sub, q)
         if expected:
             assert eddy_nodes(plan), (q, eddy_reasons(sub, q))
             assert _special_join_above_eddy(plan), q
             assert any("sub-block" in r for r in eddy_reasons(sub, q)), eddy_reasons(sub, q)
-        for extra in SETTINGS:
+        for extra in VARIANTS:
             set_gucs(sub, **DEFAULTS)
             set_gucs(sub, **extra)
             assert multiset(sub.execute(q).fetchall()) == want, (q, extra)
@@ -144,22 +134,23 @@ def test_under_other_join_methods(sub, core):
     (which a merge join may need sorted, and a nested loop rescans), the
     rows are PostgreSQL's: a sorted or rescanned sub-block stays
     PostgreSQL's."""
-    _set(sub, core)
+    set_core_gucs(sub, core)
     for q, _ in QUERIES:
-        assert multiset(sub.execute(q).fetchall()) == _vanilla(sub, q), (q, core)
-    assert sub.execute(ORDERED).fetchall() == _vanilla(sub, ORDERED, ordered=True)
-    _set(sub, CORE)
+        assert multiset(sub.execute(q).fetchall()) == vanilla_multiset(sub, q), (q, core)
+    assert sub.execute(ORDERED).fetchall() == _vanilla_ordered(sub, ORDERED)
+    set_core_gucs(sub, CORE)
 
 
 def test_no_eddy_on_the_inner_side_of_a_nested_loop(sub):
     """A nested loop rescans its inner side for every outer row: a sub-block
     there stays PostgreSQL's (the eddy would rebuild its state each time),
     unless a Material reads it once."""
-    _set(sub, {"enable_hashjoin": "off", "enable_mergejoin": "off", "enable_material": "off"})
+    set_core_gucs(sub, {"enable_hashjoin": "off", "enable_mergejoin": "off",
+                        "enable_material": "off"})
     q = ("SELECT td.name, ta.id, tb.v FROM td LEFT JOIN "
          "(ta JOIN tb ON ta.k = tb.k AND tb.v < 5) ON ta.z = td.z")
     plan = explain_json(sub, q)
-    _set(sub, CORE)
+    set_core_gucs(sub, CORE)
 
     def walk(node: dict, inner_of_nestloop: bool) -> None:
         if node.get("Custom Plan Provider") == "Eddy":
@@ -172,21 +163,21 @@ def test_no_eddy_on_the_inner_side_of_a_nested_loop(sub):
     # the join of ta and tb is there, rescanned as the inner side
     assert any(n.get("Node Type") == "Nested Loop" and n.get("Parent Relationship") == "Inner"
                for n in plan_nodes(plan)), plan
-    assert multiset(sub.execute(q).fetchall()) == _vanilla(sub, q)
+    assert multiset(sub.execute(q).fetchall()) == vanilla_multiset(sub, q)
 
     # with a Material over it, read once: an eddy
-    _set(sub, {"enable_hashjoin": "off", "enable_mergejoin": "off"})
+    set_core_gucs(sub, {"enable_hashjoin": "off", "enable_mergejoin": "off"})
     plan = explain_json(sub, q)
     materials = [n for n in plan_nodes(plan) if n.get("Node Type") == "Materialize"]
     assert any(eddy_nodes(m) for m in materials), plan
-    assert multiset(sub.execute(q).fetchall()) == _vanilla(sub, q)
-    _set(sub, CORE)
+    assert multiset(sub.execute(q).fetchall()) == vanilla_multiset(sub, q)
+    set_core_gucs(sub, CORE)
 
 
 def test_order_by_and_limit(sub):
     """An ORDER BY and LIMIT above a left join over a sub-block: the same
     rows in the same order."""
-    assert sub.execute(ORDERED).fetchall() == _vanilla(sub, ORDERED, ordered=True)
+    assert sub.execute(ORDERED).fetchall() == _vanilla_ordered(sub, ORDERED)
     plan = explain_json(sub, ORDERED)
     assert eddy_nodes(plan), eddy_reasons(sub, ORDERED)
 
@@ -196,7 +187,7 @@ def test_rescanned_in_a_correlated_subquery(sub):
     every outer row: PostgreSQL's rows each time."""
     q = ("SELECT td.z, (SELECT count(*) FROM ta JOIN tb ON ta.k = tb.k "
          "LEFT JOIN tc ON tc.k = tb.j WHERE ta.z = td.z AND tc.w IS NULL) FROM td")
-    want = _vanilla(sub, q)
+    want = vanilla_multiset(sub, q)
     assert multiset(sub.execute(q).fetchall()) == want
     set_gucs(sub, debug_spill_after="40")
     assert multiset(sub.execute(q).fetchall()) == want
@@ -207,20 +198,28 @@ def test_under_parallel_plans(sub):
     """With parallel plans forced: no eddy inside a Gather's partial plan
     is a sub-block's (PostgreSQL's parallel joins stay), and the rows are
     PostgreSQL's."""
-    _set(sub, PARALLEL_FORCED)
+    set_core_gucs(sub, PARALLEL_FORCED)
+    gathers = 0
     try:
         for q, _ in QUERIES:
-            want = _vanilla(sub, q)
+            want = vanilla_multiset(sub, q)
+            plan = explain_json(sub, q)
+            for gather in plan_nodes(plan):
+                if gather.get("Node Type") in ("Gather", "Gather Merge"):
+                    gathers += 1
+                    # an eddy under a Gather is a partial one, never a sub-block's
+                    assert all(e.get("Parallel Aware") for e in eddy_nodes(gather)), plan
             assert multiset(sub.execute(q).fetchall()) == want, q
     finally:
-        _set(sub, PARALLEL_SERVER)
+        set_core_gucs(sub, PARALLEL_SERVER)
+    assert gathers > 0
 
 
 def test_cursor_backwards_and_rewind(sub):
     """A scrollable cursor over a query with a sub-block eddy: fetched
     forwards, backwards and again from the start, PostgreSQL's rows."""
     q, _ = QUERIES[1]
-    want = _vanilla(sub, q)
+    want = vanilla_multiset(sub, q)
     assert eddy_nodes(explain_json(sub, q))
     sub.execute("BEGIN")
     try:

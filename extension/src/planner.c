@@ -579,42 +579,40 @@ eddy_sub_blocks(PlannerInfo *root, Path *path, bool rescanned, int *made)
 				return (Path *) jpath;
 			}
 		case T_MaterialPath:
-			{
-				MaterialPath *mpath = (MaterialPath *) path;
-				/* a Material reads its input once, however often rescanned */
-				Path	   *sub = eddy_sub_blocks(root, mpath->subpath, false, made);
-
-				if (sub == mpath->subpath)
-					return path;
-				mpath = (MaterialPath *) copy_path_node(path, sizeof(MaterialPath));
-				mpath->subpath = sub;
-				return (Path *) mpath;
-			}
 		case T_UniquePath:
-			{
-				UniquePath *upath;
-				Path	   *sub;
-
-				upath = (UniquePath *) path;
-				sub = eddy_sub_blocks(root, upath->subpath, rescanned, made);
-				if (sub == upath->subpath)
-					return path;
-				upath = (UniquePath *) copy_path_node(path, sizeof(UniquePath));
-				upath->subpath = sub;
-				return (Path *) upath;
-			}
 		case T_SortPath:
 			{
-				SortPath   *spath;
+				/* one input: replaced in a copy of the node */
+				Size		size;
+				Size		offset;
+				bool		sub_rescanned = rescanned;
 				Path	   *sub;
+				Path	   *copy;
 
-				spath = (SortPath *) path;
-				sub = eddy_sub_blocks(root, spath->subpath, rescanned, made);
-				if (sub == spath->subpath)
+				if (IsA(path, MaterialPath))
+				{
+					size = sizeof(MaterialPath);
+					offset = offsetof(MaterialPath, subpath);
+					/* a Material reads its input once, however often rescanned */
+					sub_rescanned = false;
+				}
+				else if (IsA(path, UniquePath))
+				{
+					size = sizeof(UniquePath);
+					offset = offsetof(UniquePath, subpath);
+				}
+				else
+				{
+					size = sizeof(SortPath);
+					offset = offsetof(SortPath, subpath);
+				}
+				sub = *(Path **) ((char *) path + offset);
+				sub = eddy_sub_blocks(root, sub, sub_rescanned, made);
+				if (sub == *(Path **) ((char *) path + offset))
 					return path;
-				spath = (SortPath *) copy_path_node(path, sizeof(SortPath));
-				spath->subpath = sub;
-				return (Path *) spath;
+				copy = copy_path_node(path, size);
+				*(Path **) ((char *) copy + offset) = sub;
+				return copy;
 			}
 		default:
 			/* scans, Gather (partial paths below), Memoize, Append, ... */

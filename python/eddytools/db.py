@@ -82,6 +82,30 @@ def explain_eddy(conn: psycopg.Connection, query: str, **settings: Any) -> dict:
     return eddies[0]
 
 
+def set_core_gucs(conn: psycopg.Connection, settings: dict[str, str]) -> None:
+    """SET each of PostgreSQL's own settings in ``settings`` for the session
+    (PARALLEL_FORCED, enable_hashjoin, ...)."""
+    set_gucs(conn, **{f"pg__{name}": value for name, value in settings.items()})
+
+
+# The executor's variants a differential test runs a query under, one after
+# another, each on top of EXECUTOR_DEFAULTS: routing policies, forced state
+# migration, a forced spill, SteMs under the proportional schedule, routing
+# recomputed for every tuple.
+EXECUTOR_VARIANTS: list[dict[str, str]] = [
+    {},
+    {"routing_policy": "lottery"},
+    {"routing_policy": "cumulative", "migration": "greedy", "debug_migrate_every": "3"},
+    {"debug_spill_after": "40"},
+    {"state_mode": "stems", "source_schedule": "proportional"},
+    {"reopt_frequency": "1", "routing_policy": "rank"},
+]
+EXECUTOR_DEFAULTS: dict[str, str] = {
+    "routing_policy": "rank", "migration": "off", "debug_migrate_every": "0",
+    "debug_spill_after": "0", "state_mode": "stairs", "source_schedule": "build",
+    "reopt_frequency": "100"}
+
+
 def vanilla_multiset(conn: psycopg.Connection, query: str) -> Counter:
     """``query``'s rows with eddies off (PostgreSQL's own plan), as a multiset;
     eddies are on again afterwards."""
