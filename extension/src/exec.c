@@ -225,6 +225,8 @@ begin_sources(EddyState *es, List *descs, EState *estate, int eflags)
 		src->typlen = palloc(sizeof(int16) * Max(src->ncols, 1));
 		src->typbyval = palloc(sizeof(bool) * Max(src->ncols, 1));
 		src->byval_only = true;
+		src->byref_cols = palloc(sizeof(int16) * Max(src->ncols, 1));
+		src->nbyref = 0;
 		for (c = 0; c < src->ncols; c++)
 		{
 			Form_pg_attribute att = TupleDescAttr(wide_desc, src->first_col + c);
@@ -232,7 +234,10 @@ begin_sources(EddyState *es, List *descs, EState *estate, int eflags)
 			src->typlen[c] = att->attlen;
 			src->typbyval[c] = att->attbyval;
 			if (!att->attbyval)
+			{
 				src->byval_only = false;
+				src->byref_cols[src->nbyref++] = c;
+			}
 		}
 		maxcols = Max(maxcols, src->ncols);
 		if (src->method == EDDY_SOURCE_SCAN)
@@ -654,6 +659,7 @@ typedef struct EddyLocalQual
 {
 	EddyState  *es;
 	int			source;
+	EddySource *src;			/* es->sources[source] */
 	PlanState  *scan;
 	ExprState  *orig;			/* the scan's own qual, or NULL */
 	ExprState  *wrapper;		/* the scan's qual while there is a chain */
@@ -669,7 +675,33 @@ typedef struct EddyLocalQual
 	bool		noted;			/* ... its first choice was counted */
 	bool		timed;
 	uint64		done;			/* ... and these selections */
+
+	/*
+	 * The scan tuple's columns the qual reads, deformed at once as
+	 * PostgreSQL's one qual does (deforming them as each predicate reads
+	 * them costs a call each, TPC-H Q19: 75 instructions a tuple): the
+	 * highest of the scan's own qual, per module its predicate's, and the
+	 * highest of this chain's (compute_local_chain).
+	 */
+	AttrNumber	orig_attno;
+	AttrNumber *pred_attno;
+	AttrNumber	fetch_attno;
 } EddyLocalQual;
+
+/* Highest column of its scan tuple an expression over it reads */
+static bool
+scan_attno_walker(Node *node, AttrNumber *max)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, Var))
+	{
+		if (((Var *) node)->varattno > *max)
+			*max = ((Var *) node)->varattno;
+		return false;
+	}
+	return expression_tree_walker(node, scan_attno_walker, (void *) max);
+}
 
 /*
  * This epoch's local chain of source i: the selections over it alone that
@@ -726,8 +758,20 @@ compute_local_chain(EddyState *es, int i, EddySource *src)
 	 * filter alone, at no cost to it, and read_source looks again.
 	 */
 	if (src->local_qual != NULL)
+	{
+		EddyLocalQual *lq = src->local_qual;
+		AttrNumber	fetch = lq->orig_attno;
+		int			k;
+
+		for (k = 0; k < src->local_len; k++)
+			fetch = Max(fetch, lq->pred_attno[es->targets[src->local_chain[k]].module]);
+		if (src->local_probe)
+			for (k = 0; k < lq->probe_nkeys[src->local_next]; k++)
+				fetch = Max(fetch, lq->probe_attnos[src->local_next][k]);
+		lq->fetch_attno = Min(fetch, ((ScanState *) src->plan)->ss_ScanTupleSlot->tts_tupleDescriptor->natts);
 		src->plan->qual = (src->local_len > 0 || src->local_probe) ?
-			src->local_qual->wrapper : src->local_qual->orig;
+			lq->wrapper : lq->orig;
+	}
 }
 
 /*
@@ -817,19 +861,86 @@ route_locally(EddyState *es, int i, EddySource *src, TupleTableSlot *slot,
  * then returns to the main loop for each tuple it drops.
  */
 
+/* A tuple the chain or the probe drops: the eddy's drop, not the scan's */
+static inline Datum
+local_qual_drop(EddyLocalQual *lq, EddySource *src, bool filtered)
+{
+	src->nread++;
+	src->scan_dropped++;
+	if (filtered)
+		InstrCountFiltered1(&lq->es->css, 1);
+	if (unlikely(lq->scan->instrument != NULL))
+		lq->scan->instrument->nfiltered1 -= 1;	/* ExecScan counts it there */
+	return BoolGetDatum(false);
+}
+
+/*
+ * The probe of local_qual_eval: true if the tuple misses, and then counted
+ * as the join's (out of line: the chain's drops are the common case).
+ */
+static pg_noinline bool
+local_probe_misses(EddyLocalQual *lq, EddySource *src, ExprContext *econtext,
+				   bool timed)
+{
+	EddyState  *es = lq->es;
+	EddyRouteTarget *tg = &es->targets[src->local_next];
+	EddyModule *m = es->modules[tg->module];
+	AttrNumber *attnos = lq->probe_attnos[src->local_next];
+	TupleTableSlot *scantuple = econtext->ecxt_scantuple;
+	int			nkeys = lq->probe_nkeys[src->local_next];
+	double		start = 0;
+	int			k;
+
+	for (k = 0; k < nkeys; k++)
+		lq->keys[k] = slot_getattr(scantuple, attnos[k], &lq->keynulls[k]);
+	if (timed)
+		start = eddy_now_ns();
+	if (!EddyHashJoinProbeMisses(es, m, tg->dir, lq->keys, lq->keynulls))
+		return false;
+	if (timed)
+	{
+		tg->stats->cost_ns += eddy_now_ns() - start;
+		tg->stats->samples++;
+	}
+	if (!lq->noted)
+		EddyRouterNoteFirst(&es->router, src->local_next);
+	return true;
+}
+
+/* The chain, timed (out of line: one tuple in EDDY_COST_SAMPLE_INTERVAL) */
+static pg_noinline bool
+local_chain_timed(EddyLocalQual *lq, EddySource *src, ExprContext *econtext,
+				  uint64 *done)
+{
+	EddyState  *es = lq->es;
+	int			k;
+
+	for (k = 0; k < src->local_len; k++)
+	{
+		EddyRouteTarget *tg = &es->targets[src->local_chain[k]];
+
+		if (!EddyLocalFilter(tg, &lq->preds[tg->module], econtext, true))
+			return false;
+		*done |= UINT64CONST(1) << tg->module;
+	}
+	return true;
+}
+
 static Datum
 local_qual_eval(ExprState *state, ExprContext *econtext, bool *isnull)
 {
 	EddyLocalQual *lq = (EddyLocalQual *) state->evalfunc_private;
 	EddyState  *es = lq->es;
-	EddySource *src = &es->sources[lq->source];
-	EddyRouter *router = &es->router;
+	EddySource *src = lq->src;
 	uint64		done = 0;
 	bool		timed;
 	int			k;
 
 	lq->passed = false;
+	if (econtext->ecxt_scantuple->tts_nvalid < lq->fetch_attno)
+		slot_getsomeattrs(econtext->ecxt_scantuple, lq->fetch_attno);
 	/* the scan's own filter (ExecScan's ExecQual switched the context) */
+	*isnull = false;
 	if (lq->orig != NULL &&
 		!DatumGetBool(ExecEvalExpr(lq->orig, econtext, isnull)))
 	{
@@ -840,31 +951,31 @@ local_qual_eval(ExprState *state, ExprContext *econtext, bool *isnull)
 	if (unlikely(es->spill != NULL || es->peeking))
 		return BoolGetDatum(true);	/* routed later, in read_source */
 
-	EddyRouterTupleIn(router);
+	EddyRouterTupleIn(&es->router);
 	timed = (--es->until_sample <= 0);
-	if (timed)
-		es->until_sample = EDDY_COST_SAMPLE_INTERVAL;
-	if (src->local_generation != router->generation ||
-		src->local_exhausted != es->exhausted || --src->local_recheck <= 0)
+	if (unlikely(src->local_generation != es->router.generation ||
+				 src->local_exhausted != es->exhausted ||
+				 --src->local_recheck <= 0))
 		compute_local_chain(es, lq->source, src);
 	lq->noted = src->local_len > 0;
 	if (lq->noted)
-		EddyRouterNoteFirst(router, src->local_chain[0]);
-	for (k = 0; k < src->local_len; k++)
+		EddyRouterNoteFirst(&es->router, src->local_chain[0]);
+	if (likely(!timed))
 	{
-		EddyRouteTarget *tg = &es->targets[src->local_chain[k]];
-
-		if (!EddyLocalFilter(tg, &lq->preds[tg->module], econtext, timed))
+		for (k = 0; k < src->local_len; k++)
 		{
-			/* the eddy's drop, not the scan's (ExecScan counts it there) */
-			src->nread++;
-			src->scan_dropped++;
-			InstrCountFiltered1(&es->css, 1);
-			if (lq->scan->instrument)
-				lq->scan->instrument->nfiltered1 -= 1;
-			return BoolGetDatum(false);
+			EddyRouteTarget *tg = &es->targets[src->local_chain[k]];
+
+			if (!EddyLocalFilter(tg, &lq->preds[tg->module], econtext, false))
+				return local_qual_drop(lq, src, true);
+			done |= UINT64CONST(1) << tg->module;
 		}
-		done |= UINT64CONST(1) << tg->module;
+	}
+	else
+	{
+		es->until_sample = EDDY_COST_SAMPLE_INTERVAL;
+		if (!local_chain_timed(lq, src, econtext, &done))
+			return local_qual_drop(lq, src, true);
 	}
 
 	/*
@@ -873,37 +984,8 @@ local_qual_eval(ExprState *state, ExprContext *econtext, bool *isnull)
 	 * the source read last into the others' state (TPC-H Q17: 6,001,215
 	 * lineitem rows probe 204 of part, 6,088 match).
 	 */
-	if (src->local_probe)
-	{
-		EddyRouteTarget *tg = &es->targets[src->local_next];
-		EddyModule *m = es->modules[tg->module];
-		AttrNumber *attnos = lq->probe_attnos[src->local_next];
-		TupleTableSlot *scantuple = econtext->ecxt_scantuple;
-		int			nkeys = lq->probe_nkeys[src->local_next];
-		double		start = 0;
-		bool		misses;
-
-		for (k = 0; k < nkeys; k++)
-			lq->keys[k] = slot_getattr(scantuple, attnos[k], &lq->keynulls[k]);
-		if (timed)
-			start = eddy_now_ns();
-		misses = EddyHashJoinProbeMisses(es, m, tg->dir, lq->keys, lq->keynulls);
-		if (misses)
-		{
-			if (timed)
-			{
-				tg->stats->cost_ns += eddy_now_ns() - start;
-				tg->stats->samples++;
-			}
-			if (!lq->noted)
-				EddyRouterNoteFirst(router, src->local_next);
-			src->nread++;
-			src->scan_dropped++;
-			if (lq->scan->instrument)
-				lq->scan->instrument->nfiltered1 -= 1;
-			return BoolGetDatum(false);
-		}
-	}
+	if (src->local_probe && local_probe_misses(lq, src, econtext, timed))
+		return local_qual_drop(lq, src, false);
 	lq->passed = true;
 	lq->done = done;
 	lq->timed = timed;
@@ -1002,6 +1084,7 @@ begin_local_qual(EddyState *es, int i, EddySource *src)
 		return;
 	lq = palloc0(sizeof(EddyLocalQual));
 	lq->preds = palloc0(sizeof(EddyPredicate) * es->nmodules);
+	lq->pred_attno = palloc0(sizeof(AttrNumber) * es->nmodules);
 	for (j = 0; j < es->nmodules; j++)
 	{
 		EddyModule *m = es->modules[j];
@@ -1013,6 +1096,7 @@ begin_local_qual(EddyState *es, int i, EddySource *src)
 		if (expr == NULL)
 			return;				/* route_locally does it */
 		lq->preds[j].qual = ExecInitQual(list_make1(expr), scan);
+		scan_attno_walker(expr, &lq->pred_attno[j]);
 	}
 
 	/* the hash joins this source's tuples may go to first, on plain keys */
@@ -1058,8 +1142,10 @@ begin_local_qual(EddyState *es, int i, EddySource *src)
 	lq->keynulls = palloc(sizeof(bool) * Max(maxkeys, 1));
 	lq->es = es;
 	lq->source = i;
+	lq->src = src;
 	lq->scan = scan;
 	lq->orig = scan->qual;
+	scan_attno_walker((Node *) scan->plan->qual, &lq->orig_attno);
 	wrapper = makeNode(ExprState);
 	wrapper->flags = EEO_FLAG_IS_QUAL;
 	wrapper->evalfunc = local_qual_eval;
@@ -1091,6 +1177,11 @@ EddySaveCounters(EddyState *es, EddySavedCounters *saved)
 	int			m;
 	int			s;
 
+	EddyRouterCloseRun(&es->router);	/* its tuples into the counters */
+	saved->nhistory = es->router.nhistory;
+	saved->last_run_tuples = es->router.nhistory > 0 ?
+		es->router.history[es->router.nhistory - 1].tuples : 0;
+	saved->history_truncated = es->router.history_truncated;
 	saved->stats = palloc(sizeof(EddyModuleStats) * 2 * es->nmodules);
 	saved->stairs = palloc0(sizeof(uint64) * 4 * 2 * es->nmodules);
 	for (m = 0; m < es->nmodules; m++)
@@ -1118,6 +1209,13 @@ EddyRestoreCounters(EddyState *es, EddySavedCounters *saved)
 	int			m;
 	int			s;
 
+	/* the replay's first choices are forgotten, as its counts are */
+	es->router.open_target = -1;
+	es->router.open_tuples = 0;
+	es->router.nhistory = saved->nhistory;
+	if (saved->nhistory > 0)
+		es->router.history[saved->nhistory - 1].tuples = saved->last_run_tuples;
+	es->router.history_truncated = saved->history_truncated;
 	for (m = 0; m < es->nmodules; m++)
 	{
 		memcpy(es->modules[m]->stats, &saved->stats[2 * m], sizeof(EddyModuleStats) * 2);

@@ -110,6 +110,9 @@ typedef struct EddySource
 	int16	   *typlen;
 	bool	   *typbyval;
 	bool		byval_only;		/* every column by value: fixed-size rows */
+	int16	   *byref_cols;		/* the columns by reference, ascending (of
+								 * range_cols: the ones < ncols count) */
+	int			nbyref;
 	double		est_rows;		/* the planner's rows of the source (a scan: before
 								 * the clauses the eddy routes off it) */
 
@@ -503,9 +506,10 @@ extern void EddySourceExhausted(EddyState *es, int i);
 extern TupleDesc EddySourceTupleDesc(EddyState *es, int i);
 
 /*
- * The counters the modules, their STAIRs and the node keep, saved before
- * rows are replayed (state migration, exchanged state) and restored after,
- * so that they count the eddy's own routing only.
+ * The counters the modules, their STAIRs and the node keep, and the
+ * router's history of first choices, saved before rows are replayed (state
+ * migration, exchanged state) and restored after, so that they count the
+ * eddy's own routing only.
  */
 typedef struct EddySavedCounters
 {
@@ -513,6 +517,9 @@ typedef struct EddySavedCounters
 	uint64	   *stairs;			/* per module and side: inserted, probed,
 								 * matched, skipped */
 	double		nfiltered1;
+	int			nhistory;		/* the router's history of first choices */
+	uint64		last_run_tuples;
+	bool		history_truncated;
 } EddySavedCounters;
 
 extern void EddySaveCounters(EddyState *es, EddySavedCounters *saved);

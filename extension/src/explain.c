@@ -159,7 +159,7 @@ history_string(EddyState *es)
 	int			i;
 
 	initStringInfo(&buf);
-	for (i = 0; i <= router->nhistory; i++)
+	for (i = 0; i <= router->nhistory + 1; i++)
 	{
 		int			module;
 		uint64		tuples;
@@ -168,6 +168,14 @@ history_string(EddyState *es)
 		{
 			module = es->targets[router->history[i].target].module + 1;
 			tuples = router->history[i].tuples;
+		}
+		else if (i == router->nhistory)
+		{
+			/* the open run, unless runs before it were left out */
+			if (router->open_target < 0 || router->history_truncated)
+				continue;
+			module = es->targets[router->open_target].module + 1;
+			tuples = router->open_tuples;
 		}
 		else if (router->chain_len >= 0 && router->epoch_first >= 0)
 		{

@@ -115,7 +115,10 @@
  * walks instead of the table; "first" is then counted per epoch.
  *
  * The history of first choices is kept run-length encoded for EXPLAIN
- * ANALYZE VERBOSE.
+ * ANALYZE VERBOSE.  Its last run is open: a source tuple whose first choice
+ * is that run's adds one to it (EddyRouterNoteFirst), and its target's
+ * "first" counter gets the run's tuples when the run closes, so the hot
+ * path touches one counter in the router and no target's statistics.
  *
  *-------------------------------------------------------------------------
  */
@@ -173,6 +176,7 @@ EddyRouterInit(EddyRouter *router, EddyRouteTarget *targets, int ntargets,
 	router->epoch = 0;			/* the first computation makes it 1 */
 	router->until_reopt = reopt_frequency;
 	router->epoch_first = -1;
+	router->open_target = -1;
 	router->history = palloc(EDDY_MAX_HISTORY_RUNS * sizeof(EddyHistoryRun));
 	pg_prng_seed(&router->rng, seed);
 	router->nsources = nsources;
@@ -461,10 +465,38 @@ score_targets(EddyRouter *router)
 		score_cumulative(router);	/* a chain has no joins */
 }
 
-/* Append a run of first choices to the run-length encoded history. */
+/*
+ * Close the open run of first choices: its tuples go to its target's
+ * counter and to the closed runs.
+ */
+void
+EddyRouterCloseRun(EddyRouter *router)
+{
+	int			target = router->open_target;
+	uint64		tuples = router->open_tuples;
+
+	router->open_target = -1;
+	router->open_tuples = 0;
+	if (target < 0 || tuples == 0)
+		return;
+	router->targets[target].stats->first += tuples;
+	EddyRouterHistoryAppend(router, target, tuples);
+}
+
+/* A first choice other than the open run's: close it, open one for target */
+void
+EddyRouterOpenRun(EddyRouter *router, int target)
+{
+	EddyRouterCloseRun(router);
+	router->open_target = target;
+	router->open_tuples = 1;
+}
+
+/* Append a run of first choices to the closed runs of the history. */
 void
 EddyRouterHistoryAppend(EddyRouter *router, int target, uint64 tuples)
 {
+	Assert(router->open_target < 0);
 	if (router->nhistory > 0 &&
 		router->history[router->nhistory - 1].target == target)
 		router->history[router->nhistory - 1].tuples += tuples;
@@ -484,6 +516,7 @@ close_epoch(EddyRouter *router)
 {
 	uint64		tuples = router->routed - router->epoch_start;
 
+	EddyRouterCloseRun(router);
 	if (router->epoch_first >= 0 && tuples > 0)
 	{
 		router->targets[router->epoch_first].stats->first += tuples;
@@ -520,12 +553,17 @@ EddyRouterSyncChain(EddyRouter *router)
 	router->chain_passed = 0;
 }
 
-/* Source tuples for which target was the first choice, open epoch included */
+/*
+ * Source tuples for which target was the first choice, the open run and
+ * the open epoch included
+ */
 uint64
 EddyRouterFirst(EddyRouter *router, int target)
 {
 	uint64		first = router->targets[target].stats->first;
 
+	if (target == router->open_target)
+		first += router->open_tuples;
 	if (router->chain_len >= 0 && target == router->epoch_first)
 		first += EddyRouterRouted(router) - router->epoch_start;
 	return first;

@@ -200,9 +200,16 @@ typedef struct EddyRouter
 	bool		released;
 	uint64		released_at;	/* tuples routed at the release */
 
+	/*
+	 * The history of first choices, run-length encoded: the closed runs,
+	 * then the open one (open_target, -1 if none; its tuples are not yet in
+	 * its target's stats->first), which EddyRouterNoteFirst extends.
+	 */
 	EddyHistoryRun *history;
 	int			nhistory;
 	bool		history_truncated;
+	int			open_target;
+	uint64		open_tuples;
 } EddyRouter;
 
 extern void EddyRouterInit(EddyRouter *router, EddyRouteTarget *targets,
@@ -217,6 +224,8 @@ extern int	EddyRouterLookup(EddyRouter *router, uint32 spans, uint64 done);
 extern void EddyRouterReoptimize(EddyRouter *router);
 extern void EddyRouterSetPolicy(EddyRouter *router, EddyRoutingPolicy policy);
 extern void EddyRouterHistoryAppend(EddyRouter *router, int target, uint64 tuples);
+extern void EddyRouterOpenRun(EddyRouter *router, int target);
+extern void EddyRouterCloseRun(EddyRouter *router);
 extern uint64 EddyRouterFirst(EddyRouter *router, int target);
 extern void EddyRouterSyncChain(EddyRouter *router);
 
@@ -266,17 +275,16 @@ EddyRoute(EddyRouter *router, uint32 spans, uint64 done)
 
 /*
  * A source tuple's first choice (not in chain mode, which counts per
- * epoch): counted, and recorded in the history.
+ * epoch): one more tuple of the open run of the history, where it usually
+ * is; else that run is closed and a new one opened (EddyRouterOpenRun).
  */
 static inline void
 EddyRouterNoteFirst(EddyRouter *router, int target)
 {
-	router->targets[target].stats->first++;
-	if (likely(router->nhistory > 0 &&
-			   router->history[router->nhistory - 1].target == target))
-		router->history[router->nhistory - 1].tuples++;
+	if (likely(router->open_target == target))
+		router->open_tuples++;
 	else
-		EddyRouterHistoryAppend(router, target, 1);
+		EddyRouterOpenRun(router, target);
 }
 
 #endif							/* EDDY_ROUTING_H */

@@ -69,20 +69,43 @@ EddyCheckMemory(EddyState *es)
  * A row of source src from values/isnull, in one allocation from the
  * arena (see EddyRow), after `prefix` bytes for the caller.
  */
+/* The size of a by-reference value of type length typlen (datumGetSize) */
+static inline Size
+byref_size(Datum value, int16 typlen)
+{
+	if (typlen > 0)
+		return (Size) typlen;
+	if (typlen == -1)
+		return VARSIZE_ANY(DatumGetPointer(value));
+	return datumGetSize(value, false, typlen);
+}
+
+#define ROW_MAKE_MAX_BYREF 32	/* sizes remembered between the two passes */
+
 static EddyRow *
 row_make(EddyArena *arena, EddySource *src, Datum *values, bool *isnull,
 		 Size prefix)
 {
 	Size		hsize = EddyRowHeaderSize(src, true);
 	Size		size = prefix + hsize + src->ncols * sizeof(Datum);
+	Size		lens[ROW_MAKE_MAX_BYREF];
 	EddyRow    *row;
 	char	   *data;
-	int			c;
+	int			k;
 
-	if (!src->byval_only)
-		for (c = 0; c < src->ncols; c++)
-			if (!isnull[c] && !src->typbyval[c])
-				size += MAXALIGN(datumGetSize(values[c], false, src->typlen[c]));
+	/* the by-reference values' sizes: one pass over those columns only */
+	for (k = 0; k < src->nbyref && src->byref_cols[k] < src->ncols; k++)
+	{
+		int			c = src->byref_cols[k];
+		Size		len;
+
+		if (isnull[c])
+			continue;
+		len = byref_size(values[c], src->typlen[c]);
+		if (k < ROW_MAKE_MAX_BYREF)
+			lens[k] = len;
+		size += MAXALIGN(len);
+	}
 	row = (EddyRow *) ((char *) EddyArenaAlloc(arena, size) + prefix);
 	row->in_state = false;
 	row->mark = 0;
@@ -91,25 +114,20 @@ row_make(EddyArena *arena, EddySource *src, Datum *values, bool *isnull,
 							sizeof(uint32) * src->nhash);
 	row->values = (Datum *) ((char *) row + hsize);
 	memcpy(row->isnull, isnull, sizeof(bool) * src->ncols);
-	if (src->byval_only)
-	{
-		/* the common case of integer keys and columns */
-		memcpy(row->values, values, sizeof(Datum) * src->ncols);
-		return row;
-	}
+	memcpy(row->values, values, sizeof(Datum) * src->ncols);
 	data = (char *) (row->values + src->ncols);
-	for (c = 0; c < src->ncols; c++)
+	for (k = 0; k < src->nbyref && src->byref_cols[k] < src->ncols; k++)
 	{
-		if (isnull[c] || src->typbyval[c])
-			row->values[c] = values[c];
-		else
-		{
-			Size		len = datumGetSize(values[c], false, src->typlen[c]);
+		int			c = src->byref_cols[k];
+		Size		len;
 
-			memcpy(data, DatumGetPointer(values[c]), len);
-			row->values[c] = PointerGetDatum(data);
-			data += MAXALIGN(len);
-		}
+		if (isnull[c])
+			continue;
+		len = k < ROW_MAKE_MAX_BYREF ? lens[k] :
+			byref_size(values[c], src->typlen[c]);
+		memcpy(data, DatumGetPointer(values[c]), len);
+		row->values[c] = PointerGetDatum(data);
+		data += MAXALIGN(len);
 	}
 	return row;
 }
