@@ -19,7 +19,7 @@ from eddytools.tpch import QUERIES
 DBNAME = "tpch_bench_test"
 QUERY_NUMBERS = (1, 3, 5, 13)           # no eddy (one table), eddies, no eddy (outer join)
 TINY = ["--scale", "0.01", "--rounds", "1", "--queries", ",".join(map(str, QUERY_NUMBERS)),
-        "--dbname", DBNAME, "--no-progress"]
+        "--dbname", DBNAME, "--no-progress", "--min-seconds", "0"]
 
 
 @pytest.fixture(scope="module")
@@ -108,7 +108,9 @@ def test_rerun_reuses_the_database_and_a_difference_fails(server_dsn, tmp_path, 
                                                           capsys):
     """The second run at the same scale reuses the loaded database; a run
     under the eddy whose result differs (a row dropped here) makes the exit
-    status 3, with the difference named in results.json and on stderr."""
+    status 3, with the difference named in results.json (once) and on
+    stderr.  A query faster than --min-seconds runs its three modes again
+    within the round, in the next order, --max-repeats times at most."""
     real = tb.timed_run
 
     def drop_a_row(dsn, config, q, mode, rnd, preload, timeout_s):
@@ -120,10 +122,13 @@ def test_rerun_reuses_the_database_and_a_difference_fails(server_dsn, tmp_path, 
     monkeypatch.setattr(tb, "timed_run", drop_a_row)
     out = tmp_path / "tpch"
     args = [*TINY[:4], "--queries", "3", "--configs", "wm64-serial", "--dbname", DBNAME,
-            "--no-progress", "--no-plots"]
+            "--no-progress", "--no-plots", "--min-seconds", "1000", "--max-repeats", "2"]
     assert tb.main(["--dsn", server_dsn, "--out", str(out), *args]) == 3
     doc = json.loads((out / "sf0.01" / "results.json").read_text())
     assert doc["load"]["reused"] is True
+    assert [r["mode"] for r in doc["runs"]] == [*tb.round_order(0), *tb.round_order(1)]
+    assert all(r["round"] == 0 for r in doc["runs"])
+    assert [s["n"] for s in doc["summary"]] == [2]
     assert len(doc["errors"]) == 1
     assert "RESULT DIFFERS: q03 under wm64-serial, eddy on" in doc["errors"][0]
     assert "RESULT DIFFERS" in capsys.readouterr().err

@@ -24,7 +24,10 @@ for declining, logged at DEBUG1, caught as notices with client_min_messages
 = debug1) and off.  Then in every round each query runs three times, each
 run in a fresh connection: eddy on, eddy off, and eddy off again (the A/A
 twin, which measures the noise of the measurement itself), in the order on,
-off, aa, then off, aa, on, then aa, on, off (round_order).  A run's time is the
+off, aa, then off, aa, on, then aa, on, off (round_order); a short query's
+three run again, in the next order, until its eddy-off runs have taken
+--min-seconds in the round (at most --max-repeats times), so that a 50 ms
+query gets as many runs as the machine's noise needs.  A run's time is the
 wall-clock time of execute + fetch of all rows, measured by the client.  Its
 memory, read from /proc/<backend pid>/status (a local server only; the
 backend is fresh, so its peaks are this query's; parallel workers are other
@@ -32,8 +35,8 @@ processes and are not counted): VmHWM, the peak resident set after the
 fetch, which also counts every shared_buffers page the backend touched; and
 the peak of RssAnon, the backend's private memory (hash tables, sorts, eddy
 state), sampled every 5 ms while the query runs.  The values of the fresh
-backend before the query are recorded as its baseline.  Medians over the rounds:
-ratio = median(on) / median(off), A/A = median(aa) / median(off).  Every
+backend before the query are recorded as its baseline.  Medians over all
+runs: ratio = median(on) / median(off), A/A = median(aa) / median(off).  Every
 run's result must equal the first eddy-off run's (as a multiset of rows; as
 a sequence where the query's ORDER BY is total, and ORDER BY keys in the
 same sequence otherwise, eddytools.tpch.QUERIES): a difference, or an error
@@ -357,27 +360,34 @@ def measure(dsn: str, args: argparse.Namespace, result: Result, preload: bool) -
     for rnd in range(args.rounds):
         for config in args.configs:
             for q in queries:
-                outcomes: dict[str, list[tuple] | str] = {}
-                line = []
-                for mode in round_order(rnd):
-                    run, rows = timed_run(dsn, config, q, mode, rnd, preload,
-                                          args.statement_timeout)
-                    result.runs.append(run)
-                    outcomes[mode] = rows if rows is not None else f"error: {run.error}"
-                    line.append(f"{mode} " + (f"{run.seconds * 1e3:.0f} ms"
-                                              if run.seconds is not None else "ERROR"))
-                ref = reference.setdefault((config, q.name), outcomes["off"])
-                for mode, outcome in outcomes.items():
-                    what = check(q, outcome, ref)
-                    if what and (config, q.name, mode) not in failed:
-                        failed.add((config, q.name, mode))
-                        msg = (f"RESULT DIFFERS: {q.name} under {config}, eddy "
-                               f"{EDDY_ENABLED[mode]} ({mode}), round {rnd}: {what}")
-                        result.errors.append(msg)
-                        print(f"tpch_bench: {msg}", file=sys.stderr)
-                if not args.no_progress:
-                    print(f"tpch_bench: round {rnd} {config} {q.name}: {', '.join(line)}",
-                          file=sys.stderr)
+                spent_off = 0.0
+                for rep in range(args.max_repeats):
+                    outcomes: dict[str, list[tuple] | str] = {}
+                    line = []
+                    for mode in round_order(rnd + rep):
+                        run, rows = timed_run(dsn, config, q, mode, rnd, preload,
+                                              args.statement_timeout)
+                        result.runs.append(run)
+                        outcomes[mode] = rows if rows is not None else f"error: {run.error}"
+                        line.append(f"{mode} " + (f"{run.seconds * 1e3:.0f} ms"
+                                                  if run.seconds is not None else "ERROR"))
+                        if mode == "off":
+                            spent_off += run.seconds if run.seconds is not None else 1e9
+                    ref = reference.setdefault((config, q.name), outcomes["off"])
+                    for mode, outcome in outcomes.items():
+                        what = check(q, outcome, ref)
+                        if what and (config, q.name, mode) not in failed:
+                            failed.add((config, q.name, mode))
+                            msg = (f"RESULT DIFFERS: {q.name} under {config}, eddy "
+                                   f"{EDDY_ENABLED[mode]} ({mode}), round {rnd}: {what}")
+                            result.errors.append(msg)
+                            print(f"tpch_bench: {msg}", file=sys.stderr)
+                    if not args.no_progress:
+                        print(f"tpch_bench: round {rnd}"
+                              + (f".{rep}" if rep else "")
+                              + f" {config} {q.name}: {', '.join(line)}", file=sys.stderr)
+                    if spent_off >= args.min_seconds:
+                        break
 
 
 def check(q: TpchQuery, outcome: list[tuple] | str, ref: list[tuple] | str) -> str | None:
@@ -605,7 +615,9 @@ def report(result: Result) -> str:
         f"Measured {env.get('date')} on {env.get('cpus')} CPUs ({env.get('cpu_model')}), "
         f"PostgreSQL {env.get('server', {}).get('server_version')}, eddy "
         f"{env.get('eddy_version')} (commit {str(env.get('git_commit'))[:10]}), "
-        f"{s['rounds']} round(s), medians; {result.environment.get('seconds')} s in all.",
+        f"{s['rounds']} round(s), a short query's runs repeated within a round until eddy "
+        f"off took {s.get('min_seconds', 0):g} s (at most {s.get('max_repeats', 1)} times), "
+        f"medians; {result.environment.get('seconds')} s in all.",
         "",
         "Command: `" + s["command"] + "`",
         "",
@@ -646,8 +658,9 @@ def report(result: Result) -> str:
 
 def plot(result: Result, out: Path) -> Path:
     """ratio.png: per query, one bar per configuration (eddy on / off, median;
-    whiskers: min-max of the per-round ratios), hatched where the plan has no
-    Eddy; the A/A ratio of the same configuration as a black dot."""
+    whiskers: min-max of the ratios of paired runs, on against the off run
+    of the same repeat), hatched where the plan has no Eddy; the A/A ratio
+    of the same configuration as a black dot."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -691,7 +704,7 @@ def plot(result: Result, out: Path) -> Path:
     ax.set_ylabel("time eddy on / eddy off (median)")
     ax.set_ylim(0, min(top, 6.0))
     ax.set_title(f"TPC-H SF {result.settings['scale']:g}: eddy on against PostgreSQL "
-                 f"({result.settings['rounds']} round(s); whiskers: min-max over rounds)",
+                 f"({result.settings['rounds']} round(s); whiskers: min-max of the paired runs)",
                  fontsize=9)
     ax.legend(handles=handles, fontsize=7, ncol=len(handles), loc="upper left", frameon=False)
     fig.tight_layout()
@@ -720,6 +733,12 @@ def build_parser() -> argparse.ArgumentParser:
                     help=f"comma-separated, from {', '.join(CONFIGS)} (default: all)")
     ap.add_argument("--rounds", type=int, default=None,
                     help="rounds (default: 3; --quick: 1)")
+    ap.add_argument("--min-seconds", type=float, default=None,
+                    help="in each round, run the three modes again (rotating their order) "
+                         "until eddy off has taken this long in the round, a short query's "
+                         "noise shrinking with its runs (default: 1; --quick: 0, once)")
+    ap.add_argument("--max-repeats", type=int, default=7,
+                    help="at most this many times the three modes per round (default: 7)")
     ap.add_argument("--queries", type=csv_list(conv=int), default=sorted(QUERIES),
                     help="comma-separated query numbers 1-22 (default: all)")
     ap.add_argument("--dbname", default=None,
@@ -745,10 +764,12 @@ def main(argv: list[str] | None = None) -> int:
         args.scale = QUICK_SCALE if args.quick else 1.0
     if args.rounds is None:
         args.rounds = 1 if args.quick else 3
+    if args.min_seconds is None:
+        args.min_seconds = 0.0 if args.quick else 1.0
     bad = [n for n in args.queries if n not in QUERIES]
-    if bad or args.rounds < 1 or args.scale <= 0:
-        print(f"tpch_bench: queries must be 1-22 (not {bad}), --rounds >= 1, --scale > 0",
-              file=sys.stderr)
+    if bad or args.rounds < 1 or args.scale <= 0 or args.max_repeats < 1:
+        print(f"tpch_bench: queries must be 1-22 (not {bad}), --rounds >= 1, "
+              "--max-repeats >= 1, --scale > 0", file=sys.stderr)
         return 2
     dbname = args.dbname or dbname_for(args.scale)
     out = args.out / f"sf{args.scale:g}"
