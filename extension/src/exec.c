@@ -663,9 +663,9 @@ typedef struct EddyLocalQual
 	PlanState  *scan;
 	ExprState  *orig;			/* the scan's own qual, or NULL */
 	ExprState  *wrapper;		/* the scan's qual while there is a chain */
+	EddyPredicate orig_pred;	/* the scan's qual, where it is one clause */
 	EddyPredicate *preds;		/* per module: its predicate over the scan
-								 * tuple (no fast path: the scan tuple is
-								 * deformed as the predicate reads it) */
+								 * tuple */
 	AttrNumber **probe_attnos;	/* per target: a hash join of this source's
 								 * plain keys, their scan tuple columns */
 	int		   *probe_nkeys;	/* ... and how many */
@@ -939,10 +939,18 @@ local_qual_eval(ExprState *state, ExprContext *econtext, bool *isnull)
 	lq->passed = false;
 	if (econtext->ecxt_scantuple->tts_nvalid < lq->fetch_attno)
 		slot_getsomeattrs(econtext->ecxt_scantuple, lq->fetch_attno);
-	/* the scan's own filter (ExecScan's ExecQual switched the context) */
+	/*
+	 * The scan's own filter (ExecScan's ExecQual switched the context), one
+	 * clause by its fast path where it has one
+	 */
 	*isnull = false;
-	if (lq->orig != NULL &&
-		!DatumGetBool(ExecEvalExpr(lq->orig, econtext, isnull)))
+	if (lq->orig_pred.fast_fcinfo != NULL)
+	{
+		if (!EddyPredicateEval(&lq->orig_pred, econtext))
+			return BoolGetDatum(false);
+	}
+	else if (lq->orig != NULL &&
+			 !DatumGetBool(ExecEvalExpr(lq->orig, econtext, isnull)))
 	{
 		*isnull = false;
 		return BoolGetDatum(false);
@@ -956,7 +964,12 @@ local_qual_eval(ExprState *state, ExprContext *econtext, bool *isnull)
 	if (unlikely(src->local_generation != es->router.generation ||
 				 src->local_exhausted != es->exhausted ||
 				 --src->local_recheck <= 0))
+	{
 		compute_local_chain(es, lq->source, src);
+		/* the new chain's predicates may read further (their fast paths) */
+		if (econtext->ecxt_scantuple->tts_nvalid < lq->fetch_attno)
+			slot_getsomeattrs(econtext->ecxt_scantuple, lq->fetch_attno);
+	}
 	lq->noted = src->local_len > 0;
 	if (lq->noted)
 		EddyRouterNoteFirst(&es->router, src->local_chain[0]);
@@ -1095,7 +1108,7 @@ begin_local_qual(EddyState *es, int i, EddySource *src)
 		expr = EddyRewriteForSource((Node *) m->expr, src, tlist, false);
 		if (expr == NULL)
 			return;				/* route_locally does it */
-		lq->preds[j].qual = ExecInitQual(list_make1(expr), scan);
+		EddyPredicateInitScan(&lq->preds[j], (Expr *) expr, scan);
 		scan_attno_walker(expr, &lq->pred_attno[j]);
 	}
 
@@ -1145,7 +1158,12 @@ begin_local_qual(EddyState *es, int i, EddySource *src)
 	lq->src = src;
 	lq->scan = scan;
 	lq->orig = scan->qual;
+	if (list_length(scan->plan->qual) == 1)
+		EddyPredicateInitScan(&lq->orig_pred, linitial(scan->plan->qual), scan);
 	scan_attno_walker((Node *) scan->plan->qual, &lq->orig_attno);
+	lq->orig_attno = Min(lq->orig_attno,
+						 ((ScanState *) scan)->ss_ScanTupleSlot->tts_tupleDescriptor->natts);
+	lq->fetch_attno = lq->orig_attno;	/* until the first chain */
 	wrapper = makeNode(ExprState);
 	wrapper->flags = EEO_FLAG_IS_QUAL;
 	wrapper->evalfunc = local_qual_eval;

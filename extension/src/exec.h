@@ -92,6 +92,7 @@ EddyPredicateEval(EddyPredicate *pred, ExprContext *econtext)
 
 /* mod_selection.c */
 extern void EddyPredicateInit(EddyPredicate *pred, Expr *expr, PlanState *parent);
+extern void EddyPredicateInitScan(EddyPredicate *pred, Expr *expr, PlanState *parent);
 extern AttrNumber EddyPredicateMaxAttno(Expr *expr);
 
 /* ----------------------------------------------------------------

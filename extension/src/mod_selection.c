@@ -26,11 +26,12 @@
 /*
  * Set up the fast path if expr is "column op constant" (either side) with
  * a strict, non-set-returning operator over a column of the scan tuple
- * (INDEX_VAR after setrefs), and the constant not NULL.  Anything else is
+ * (INDEX_VAR after setrefs; any Var where the expression is over a scan's
+ * own tuple, scan_vars), and the constant not NULL.  Anything else is
  * evaluated by the expression interpreter.
  */
 static void
-predicate_fast_path(EddyPredicate *pred, Expr *expr)
+predicate_fast_path(EddyPredicate *pred, Expr *expr, bool scan_vars)
 {
 	OpExpr	   *opexpr;
 	Node	   *left;
@@ -62,7 +63,8 @@ predicate_fast_path(EddyPredicate *pred, Expr *expr)
 	}
 	else
 		return;
-	if (var->varno != INDEX_VAR || var->varattno <= 0 || con->constisnull)
+	if ((!scan_vars && var->varno != INDEX_VAR) || var->varlevelsup != 0 ||
+		var->varattno <= 0 || con->constisnull)
 		return;
 	set_opfuncid(opexpr);
 	if (!func_strict(opexpr->opfuncid))
@@ -87,7 +89,20 @@ EddyPredicateInit(EddyPredicate *pred, Expr *expr, PlanState *parent)
 {
 	memset(pred, 0, sizeof(EddyPredicate));
 	pred->qual = ExecInitQual(list_make1(expr), parent);
-	predicate_fast_path(pred, expr);
+	predicate_fast_path(pred, expr, false);
+}
+
+/*
+ * The same over a scan's own tuple (a local chain in the scan's qual,
+ * exec.c), whose Vars are the scan relation's: the caller deforms the
+ * tuple up to the columns read before evaluating it.
+ */
+void
+EddyPredicateInitScan(EddyPredicate *pred, Expr *expr, PlanState *parent)
+{
+	memset(pred, 0, sizeof(EddyPredicate));
+	pred->qual = ExecInitQual(list_make1(expr), parent);
+	predicate_fast_path(pred, expr, true);
 }
 
 static bool
