@@ -120,6 +120,63 @@ def test_a_scan_filter_runs_before_the_local_chain(star):
     assert multiset(star.execute(query).fetchall()) == expected
 
 
+def test_nulls_in_the_scan_filter_and_the_chain(star):
+    """The scan's one-clause filter and the chain's column-against-constant
+    predicates run by the selection fast path on the columns deformed
+    first: a NULL fails them as it fails PostgreSQL's qual, and the counts
+    follow."""
+    star.execute("UPDATE fact SET id = NULL WHERE id % 7 = 0")
+    star.execute("UPDATE fact SET v = NULL WHERE k % 11 = 0")
+    star.execute("ANALYZE fact")
+    rows = star.execute("SELECT id, v FROM fact").fetchall()
+    ids_pass = [v for i, v in rows if i is not None and i >= 1000]
+    both_pass = sum(1 for v in ids_pass if v is not None and v < 2000)
+    assert 0 < both_pass < len(ids_pass) < FACT
+
+    # fact.id >= 1000 stays in the scan (cheaper than the setting), alone
+    query = """SELECT fact.id, fact.v, dim.tag FROM fact JOIN dim ON fact.k = dim.k
+               WHERE fact.v + 0 < 2000 AND fact.id >= 1000 AND dim.tag <> 'x'"""
+    expected = vanilla_multiset(star, query)
+    set_gucs(star, selection_min_cost=0.005)
+    eddy = explain_eddy(star, query, routing_policy="fixed")
+    assert scan_of(eddy, "fact")["Filter"] == "(fact.id >= 1000)"
+    sel = operators(eddy)["fact"]
+    assert (sel["Tuples In"], sel["Tuples Out"]) == (len(ids_pass), both_pass)
+    assert multiset(star.execute(query).fetchall()) == expected
+
+    # both routed, a chain of two fast paths
+    query = """SELECT fact.id, fact.v, dim.tag FROM fact JOIN dim ON fact.k = dim.k
+               WHERE fact.v < 2000 AND fact.id >= 1000 AND dim.tag <> 'x'"""
+    expected = vanilla_multiset(star, query)
+    set_gucs(star, selection_min_cost=0)
+    eddy = explain_eddy(star, query, routing_policy="fixed")
+    fact_sels = [op for op in eddy["Operators"]
+                 if op["Operator Type"] == "Selection" and "fact." in op["Predicate"]]
+    assert len(fact_sels) == 2
+    assert sorted(op["Tuples In"] for op in fact_sels)[1] == FACT   # the first sees all
+    assert sum(op["Tuples Out"] for op in fact_sels) - \
+        sorted(op["Tuples In"] for op in fact_sels)[0] == both_pass
+    assert removed_by_scans(eddy) == 0
+    assert multiset(star.execute(query).fetchall()) == expected
+
+
+@pytest.mark.parametrize("policy", ["rank", "fixed", "lottery"])
+def test_the_routing_history_counts_every_first_choice(star, policy):
+    """The history's runs (the open one included) add up to the tuples the
+    operators count as their first choices: a run extends as the router
+    notes each first choice, and closes into its target's count."""
+    eddy = explain_eddy(star, QUERY, routing_policy=policy)
+    runs = [run.split(" x ") for run in eddy["Routing History"].split(", ")]
+    assert runs and all(len(r) == 2 for r in runs), eddy["Routing History"]
+    by_module: dict[int, int] = {}
+    for module, tuples in runs:
+        by_module[int(module)] = by_module.get(int(module), 0) + int(tuples)
+    firsts = {op["Operator Number"]: op["Tuples First"] for op in eddy["Operators"]
+              if op["Tuples First"] > 0}
+    assert by_module == firsts
+    assert sum(firsts.values()) >= DIM
+
+
 @pytest.mark.parametrize("policy", ["rank", "fixed", "random", "lottery", "cumulative"])
 @pytest.mark.parametrize("schedule", ["build", "proportional"])
 def test_results_and_counters_under_every_policy_and_schedule(star, policy, schedule):
