@@ -228,3 +228,54 @@ def test_interleaved_joins_match_vanilla(eddy_conn, shape, mode):
                 if got != want:
                     failures.append(f"{policy}: {q}")
     assert not failures, failures
+
+
+@pytest.mark.parametrize("migration", ["off", "greedy"])
+def test_a_side_read_to_its_end_with_nothing_stored_ends_the_eddy(path3, migration):
+    """Once every source on one side of a hash join is exhausted and that
+    side's STAIR is empty, no result can come: the eddy ends without reading
+    the rest, as a hash join whose inner side was empty.  t, read a hundred
+    times faster than its share, passes none of its rows through the eddy's
+    selection, so s (20,000 rows) is read only in part, EXPLAIN says where
+    the eddy ended, and the answer is PostgreSQL's."""
+    query = QUERY + " WHERE t.v < 0"
+    set_gucs(path3, source_schedule="proportional", source_rates="t=100",
+             selection_min_cost=0, migration=migration)
+    plan = explain_json(path3, query, analyze=True, verbose=True)
+    (eddy,) = eddy_nodes(plan)
+    read = tuples_read(eddy)
+    assert read["t"] == DIM and read["s"] < ROWS // 2, read
+    assert eddy["Ended Early"] == (f"Hash Join {join_number(eddy, 't')}, whose t side ran "
+                                   "out with nothing stored"), eddy["Ended Early"]
+    assert sql_value(path3, query) == 0
+    set_gucs(path3, enabled="off")
+    assert sql_value(path3, query) == 0
+
+
+@pytest.mark.parametrize("mode", ["stairs", "stems"])
+def test_ending_early_keeps_every_result(path3, mode):
+    """The end is taken only where no result can follow: with r's rows
+    unique and read first, s's rows find their r match and are not stored
+    (their r side is r alone), yet every result still comes; under each
+    policy, rates that exhaust each source first, and selections that empty
+    one source or none, the answers are PostgreSQL's."""
+    queries = [QUERY, QUERY + " WHERE t.v < 0", QUERY + " WHERE r.v < 0",
+               QUERY + " WHERE s.id % 7 = 0 AND t.v % 3 = 0",
+               QUERY.replace("count(*)", "r.id, s.id, t.id") + " WHERE s.id < 100"]
+    failures = []
+    ended = 0
+    for q in queries:
+        set_gucs(path3, enabled="off")
+        want = multiset(path3.execute(q).fetchall())
+        for policy in POLICIES:
+            for rates in ("r=100", "s=100", "t=100", "r=100, t=50"):
+                set_gucs(path3, enabled="on", routing_policy=policy, reopt_frequency=10,
+                         source_schedule="proportional", source_rates=rates,
+                         selection_min_cost=0, state_mode=mode)
+                got = multiset(path3.execute(q).fetchall())
+                if got != want:
+                    failures.append(f"{policy} {rates}: {q}")
+                (eddy,) = eddy_nodes(explain_json(path3, q, analyze=True))
+                ended += "Ended Early" in eddy
+    assert not failures, failures
+    assert ended > 0

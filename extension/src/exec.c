@@ -21,7 +21,10 @@
  *						another in PostgreSQL's build order, centres of stars
  *						last); none left: DONE.  The first READ reads one
  *						tuple of every source first: one empty source makes
- *						the result empty, and the eddy DONE at once
+ *						the result empty, and the eddy DONE at once.  After a
+ *						source runs out, a hash join with a side read to its
+ *						end and nothing stored there ends the result too
+ *						(result_ended): DONE without reading the rest
  *	 EDDY_STATE_ROUTE	route the current tuple until it leaves: output
  *						(returned; then DRAIN), dropped, or handed to a join
  *						(DRAIN); a unique probe's one result goes on at once.
@@ -1263,8 +1266,34 @@ EddySourceExhausted(EddyState *es, int i)
 	src->exhausted = true;
 	src->exhausted_rank = ++es->nexhausted;
 	es->exhausted |= 1u << i;
+	es->check_end = true;
 	if (unlikely(es->holding))
 		EddyScheduleCheckHold(es);
+}
+
+/*
+ * A source ran out: can the result still grow?  Not when a hash join has a
+ * side read to its end with nothing stored (EddyHashJoinsEnded): then the
+ * eddy ends without reading the rest of its sources, as PostgreSQL's hash
+ * join does not read its outer side when its inner one was empty.  Called
+ * by read_source, at a point of stasis.
+ */
+static bool
+result_ended(EddyState *es)
+{
+	int			side;
+	int			m;
+
+	es->check_end = false;
+	if ((es->scanned & ~es->exhausted) == 0)
+		return false;			/* the ordinary end */
+	m = EddyHashJoinsEnded(es, &side);
+	if (m < 0)
+		return false;
+	es->ended_by = m + 1;
+	es->ended_side = side;
+	es->ended_loops++;
+	return true;
 }
 
 static EddyTuple *
@@ -1292,6 +1321,8 @@ read_source(EddyState *es)
 		bool		from_scan;
 		bool		filled;
 
+		if (unlikely(es->check_end) && result_ended(es))
+			return NULL;
 		if (likely(es->schedule == EDDY_SCHEDULE_BUILD && !es->delayed))
 		{
 			/* build order: the first source in order that is not exhausted */
@@ -1697,6 +1728,7 @@ eddy_rescan(CustomScanState *node)
 	es->unbuilt = false;
 	es->current_started = false;
 	es->stasis_due = false;
+	es->check_end = false;
 	EddyExchangeEnd(es);
 	es->exchange_started = false;
 	es->exchange_active = false;

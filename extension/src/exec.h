@@ -418,6 +418,12 @@ struct EddyState
 								 * the tuple its frame returns (mod_indexjoin.c) */
 	bool		stasis_due;		/* read_source dropped a tuple: a point of
 								 * stasis before reading on (migration) */
+	bool		check_end;		/* a source ran out: can the result grow
+								 * (EddyHashJoinsEnded)? */
+	int			ended_by;		/* 1 + the hash join that ended the last loop
+								 * early, or 0 */
+	int			ended_side;		/* ... its side whose end was seen */
+	uint64		ended_loops;	/* loops ended early, over all loops */
 	int			until_sample;
 	EddyFrame  *stack;
 	int			nstack;
@@ -737,6 +743,7 @@ extern bool EddyModuleIsHashJoin(EddyModule *m);
 extern EddyJoinSpec *EddyHashJoinSpec(EddyModule *m);
 extern Stair *EddyHashJoinStair(EddyModule *m, int side);
 extern bool EddyHashJoinProbeOnly(EddyState *es, EddyModule *m, int dir);
+extern int	EddyHashJoinsEnded(EddyState *es, int *side);
 extern bool EddyHashJoinProbeMisses(EddyState *es, EddyModule *m, int dir,
 									Datum *keys, bool *isnull);
 extern int	EddyHashJoinSigs(EddyModule *m, int side, EddySigCount **sigs);

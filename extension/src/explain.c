@@ -305,7 +305,7 @@ EddyExplain(CustomScanState *node, List *ancestors, ExplainState *xs)
 			dropped_in_scans = true;
 	/* what the eddy read, where that is not what its scans returned */
 	if (!es->chain && (es->schedule != EDDY_SCHEDULE_BUILD || es->delayed ||
-					   dropped_in_scans))
+					   dropped_in_scans || es->ended_loops > 0))
 	{
 		StringInfoData buf;
 
@@ -316,6 +316,25 @@ EddyExplain(CustomScanState *node, List *ancestors, ExplainState *xs)
 								 es->sources[i].name ? es->sources[i].name : "?",
 								 es->sources[i].nread);
 		ExplainPropertyText("Tuples Read", buf.data, xs);
+	}
+	if (es->ended_loops > 0)
+	{
+		/* the result could not grow: the rest was not read (exec.c) */
+		EddyModule *m = es->modules[es->ended_by - 1];
+		int			rel = EddyHashJoinSpec(m)->rel[es->ended_side];
+		const char *name = es->sources[rel].name;
+		StringInfoData buf;
+
+		initStringInfo(&buf);
+		appendStringInfo(&buf, "Hash Join %d, whose ", m->index + 1);
+		if (name != NULL)
+			appendStringInfo(&buf, "%s", name);
+		else
+			appendStringInfo(&buf, "relation %d", rel + 1);
+		appendStringInfoString(&buf, " side ran out with nothing stored");
+		if (es->ended_loops > 1)
+			appendStringInfo(&buf, " (" UINT64_FORMAT " loops)", es->ended_loops);
+		ExplainPropertyText("Ended Early", buf.data, xs);
 	}
 	ExplainPropertyUInteger("Tuples Routed", NULL, EddyRouterRouted(router), xs);
 	ExplainPropertyUInteger("Recomputations", NULL, router->recomputations, xs);

@@ -691,6 +691,65 @@ EddyHashJoinProbeMisses(EddyState *es, EddyModule *m, int dir, Datum *keys,
 }
 
 /*
+ * Can the eddy make no more results, whatever its sources still hold?  Asked
+ * at a point of stasis (nothing in flight) after a source ran out: so when
+ * some hash join has a side whose scanned sources are all exhausted and
+ * whose STAIR is empty, as a static hash join ends when one input ended
+ * empty.  Returns the join's module index (and the side in *side), or -1.
+ *
+ * Why that ends the result.  A join module is an edge of the join tree:
+ * every result spans both its sides, so it was made by a tuple of one side
+ * probing the other side's STAIR here, or is made from a stored entry that
+ * already spans both sides.  No tuple of side d will come: its sources are
+ * exhausted and nothing is in flight.  A tuple of side 1 - d probes side
+ * d's STAIR, which is empty.  And no entry anywhere spans both sides: a
+ * tuple of side d routed here is stored in side d's STAIR (entries leave a
+ * STAIR only when state migration rebuilds the state, and the rebuilt
+ * state is that of a history under which the same holds, migrate.c),
+ * except when it only probes (then side 1 - d is exhausted too, and so is
+ * every source), or when its unique match on side 1 - d was already
+ * stored: then side 1 - d is that one relation alone, whose tuples reach
+ * side d through this join only, and none of them can match it again.
+ * With no tuple of side d ever stored, side 1 - d's probes found nothing,
+ * so nothing spanning both sides was ever made.  In SteM mode side d's
+ * STAIR holds end d's base tuples, built into it before they probe
+ * anything (BuildFirst), and a tuple of side 1 - d crosses by probing it;
+ * its exceptions are the same.
+ *
+ * Not while the eddy spills (a batch's state is partly in its files) nor
+ * in an eddy that exchanges its state (its STAIRs are not yet everyone's).
+ */
+int
+EddyHashJoinsEnded(EddyState *es, int *side)
+{
+	int			i;
+
+	if (es->spill != NULL || es->exchange)
+		return -1;
+	for (i = 0; i < es->nmodules; i++)
+	{
+		EddyHashJoin *hj;
+		int			d;
+
+		if (!EddyModuleIsHashJoin(es->modules[i]))
+			continue;
+		hj = (EddyHashJoin *) es->modules[i];
+		for (d = 0; d < 2; d++)
+		{
+			uint32		scanned = hj->probers[1 - d];	/* side d's */
+
+			if (scanned != 0 && (scanned & ~es->exhausted) == 0 &&
+				hj->stair[d]->nentries == 0)
+			{
+				*side = d;
+				return i;
+			}
+		}
+	}
+	return -1;
+}
+
+/*
  * What state migration (migrate.c) needs of a hash join: whether a module
  * is one, its ends and STAIRs, and the key values and hash of a tuple on
  * one side (false if a key is NULL).  By-reference computed keys are made
