@@ -170,6 +170,35 @@ def test_proportional_schedule_and_rates(abc):
     assert node["Actual Rows"] == B_ROWS
 
 
+def test_a_join_input_is_paced_by_the_base_relations_under_it(abc):
+    """Under the proportional schedule a tree of static SHJs reads its base
+    relations at their rates, as an eddy reads its sources: the join input
+    (a JOIN b) is not read ahead to its end before c is read, so both sides
+    of the top join find matches stored by the other.  With c at rate 0.01
+    its share passes a's and b's at its first row: c is read after them,
+    and its rows find (nearly) every result.  The answers are PostgreSQL's."""
+    query = "SELECT count(*) FROM a JOIN b ON a.id = b.id JOIN c ON b.k = c.id"
+    abc.execute("SET join_collapse_limit = 1")
+    set_gucs(abc, static_shj="off")
+    answer = abc.execute(query).fetchone()[0]
+    static_shj(abc, source_schedule="proportional")
+
+    def top_join() -> tuple[dict, str, str]:
+        _, nodes = analyze(abc, query)
+        top = next(n for n in nodes if "c" in tuples_read(n))
+        c_side = "Outer" if top["Plans"][0].get("Relation Name") == "c" else "Inner"
+        return top, c_side, "Inner" if c_side == "Outer" else "Outer"
+
+    top, c_side, ab_side = top_join()
+    assert tuples_read(top)["c"] == C_ROWS
+    assert top[c_side]["Matched"] > 0 and top[ab_side]["Matched"] > 0, top
+    assert top["Actual Rows"] == answer
+    set_gucs(abc, source_rates="c=0.01")
+    top, c_side, ab_side = top_join()
+    assert top[c_side]["Matched"] >= 0.9 * answer, top
+    assert abc.execute(query).fetchone()[0] == answer
+
+
 def test_statement_timeout_shorter_than_the_delay_cancels_promptly(abc):
     """Both inputs held back 60 s: the join sleeps on its latch, and a
     200 ms statement_timeout ends the wait with PostgreSQL's error."""

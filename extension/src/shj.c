@@ -81,8 +81,15 @@
  * its sources (schedule.c), so that the two inputs end together.
  * eddy.source_rates and eddy.source_delays apply to the inputs that are
  * base relations, by alias (EddyPlanSourceName: a scan, possibly under a
- * Result or Material); a join input has rate 1 and its planned rows are
- * the join's estimate.  A delayed input is not read before its delay has
+ * Result or Material).  An input that is itself a static SHJ is paced by
+ * the base relations under it: its share is the smallest share among its
+ * own inputs that are neither exhausted nor held back, and under this
+ * schedule it reads stepwise, handing control back to its parent (NULL,
+ * with would_block set and no time to wait for) after each tuple it reads,
+ * so that the topmost join chooses every read of the tree and the base
+ * relations are read at their rates, as an eddy reads its sources.  (A
+ * join input that is not a static SHJ has rate 1 and its planned rows are
+ * the join's estimate.)  A delayed input is not read before its delay has
  * passed since the first read of the tree of static SHJs it belongs to
  * (a join whose input is itself a static SHJ passes its clock down), the
  * other input is read meanwhile.  A join whose input is a static SHJ
@@ -270,7 +277,10 @@ typedef struct ShjState
 	TimestampTz start_time;		/* of this loop's first read, when paced */
 	int			nwaiting;		/* sides with a ready_at still to come */
 	bool		would_block;	/* polled: returned NULL, nothing ready */
-	TimestampTz block_until;	/* ... until then */
+	TimestampTz block_until;	/* ... until then; 0: ready, it stepped */
+	bool		stepwise;		/* polled under the proportional schedule:
+								 * hands control back after each read */
+	bool		stepped;		/* ... and read a tuple since it last did */
 	uint64		nwaits;			/* latch waits, over all loops */
 	double		waited_ms;		/* ... and the time slept */
 
@@ -941,6 +951,10 @@ shj_start_schedule(ShjState *state)
 		state->start_time = state->parent->start_time;
 	else
 		state->start_time = GetCurrentTimestamp();
+	state->stepwise = state->parent != NULL &&
+		state->schedule == EDDY_SCHEDULE_PROPORTIONAL &&
+		state->parent->schedule == EDDY_SCHEDULE_PROPORTIONAL;
+	state->stepped = false;
 	state->nwaiting = 0;
 	for (s = 0; s < 2; s++)
 	{
@@ -955,6 +969,51 @@ shj_start_schedule(ShjState *state)
 			state->nwaiting++;
 		}
 	}
+}
+
+static double shj_subtree_share(ShjState *state, TimestampTz now);
+
+/*
+ * A side's share read, under the proportional schedule: a base input's
+ * rows read over its planned rows times its rate; a polled static SHJ's,
+ * the smallest share among its own inputs that are not exhausted and not
+ * held back, down to the base relations, so that a tree of joins reads
+ * its base relations at their rates, as an eddy reads its sources.
+ */
+static double
+shj_side_share(ShjSide *side, TimestampTz now)
+{
+	if (side->child_shj != NULL &&
+		side->child_shj->schedule == EDDY_SCHEDULE_PROPORTIONAL)
+		return shj_subtree_share(side->child_shj, now);
+	return EddyProportionalShare(side->nread_loop, side->est_rows, side->rate);
+}
+
+static double
+shj_subtree_share(ShjState *state, TimestampTz now)
+{
+	double		best = -1;
+	int			s;
+
+	for (s = 0; s < 2; s++)
+	{
+		ShjSide    *side = &state->side[s];
+		double		share;
+
+		if (side->exhausted)
+			continue;
+		if (side->ready_at != 0)
+		{
+			if (now == 0)
+				now = GetCurrentTimestamp();
+			if (now < side->ready_at)
+				continue;
+		}
+		share = shj_side_share(side, now);
+		if (best < 0 || share < best)
+			best = share;
+	}
+	return best < 0 ? 0 : best;
 }
 
 /*
@@ -1010,9 +1069,7 @@ shj_schedule_next(ShjState *state)
 			}
 			else
 			{
-				double		share = EddyProportionalShare(side->nread_loop,
-														  side->est_rows,
-														  side->rate);
+				double		share = shj_side_share(side, now);
 
 				if (best < 0 || share < best_share)
 				{
@@ -1081,8 +1138,18 @@ shj_read(ShjState *state)
 	if (TupIsNull(slot) && unlikely(side->child_shj != NULL) &&
 		side->child_shj->would_block)
 	{
-		/* the child join has nothing ready yet: read the other side */
 		side->child_shj->would_block = false;
+		if (side->child_shj->block_until == 0)
+		{
+			/* it read a tuple (stepwise): choose again, or let the parent */
+			if (state->stepwise)
+			{
+				state->would_block = true;
+				state->block_until = 0;
+			}
+			return false;
+		}
+		/* the child join has nothing ready yet: read the other side */
 		side->ready_at = side->child_shj->block_until;
 		state->nwaiting++;
 		return false;
@@ -1098,6 +1165,7 @@ shj_read(ShjState *state)
 
 	side->nread++;
 	side->nread_loop++;
+	state->stepped = state->stepwise;
 	if (unlikely(side->first_read_ms < 0) && side->delay_ms > 0)
 		side->first_read_ms =
 			(double) (GetCurrentTimestamp() - state->start_time) / 1000.0;
@@ -1167,6 +1235,14 @@ shj_exec_node(PlanState *pstate)
 				break;
 
 			case SHJ_READ:
+				if (unlikely(state->stepped))
+				{
+					/* polled stepwise: the parent chooses the next read */
+					state->stepped = false;
+					state->would_block = true;
+					state->block_until = 0;
+					return NULL;
+				}
 				if (!shj_read(state) && unlikely(state->would_block))
 					return NULL;	/* polled: the parent reads elsewhere */
 				break;
@@ -1300,6 +1376,7 @@ shj_rescan(CustomScanState *node)
 	state->start_time = 0;
 	state->nwaiting = 0;
 	state->would_block = false;
+	state->stepped = false;
 }
 
 /* ----------------------------------------------------------------
