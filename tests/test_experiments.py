@@ -92,6 +92,21 @@ def test_quick_run_on_tiny_data(pg_dsn, tmp_path, capsys):
     assert "figure 9 rows=2000" in printed and "goals:" in printed
     assert "figure 8: 3 setups" in printed
 
+    # Figure 8 again, with 2 setups, into the same folder: Figures 9 and 7
+    # are kept as they were (runs, counters, goals), Figure 8 is replaced
+    status = ex.main(["--dsn", pg_dsn, "--out", str(out), *TINY, "--figures", "8",
+                      "--setups", "2", "--no-load", "--keep-other-figures"])
+    again = json.loads((out / "results.json").read_text())
+    assert status == 0 and again["errors"] == [], again["errors"]
+    def rows(d: dict, key: str, keep: bool) -> list:
+        return [r for r in d[key] if (r["figure"] != "8") == keep]
+    for key in ("runs", "counters", "goals"):
+        assert rows(again, key, True) == rows(doc, key, True), key
+    assert {r["case"] for r in rows(again, "runs", False)} == {"setup=0", "setup=1"}
+    assert len(again["setups"]) == 2 and again["output_times"] == doc["output_times"]
+    assert again["settings"]["kept_figures"]["figures"] == ["7", "9"]
+    assert {g["figure"] for g in again["goals"]} == {"9", "7", "8"}
+
 
 def _measurer(conn, result):
     return ex.Measurer(conn, result, ex.Availability(conn), lambda _: None)

@@ -1064,6 +1064,36 @@ def write_csv(path: Path, rows: list[dict]) -> None:
                         for k, v in row.items()})
 
 
+def kept_figure(figure: str, figures: list[str]) -> bool:
+    """Is a row of ``figure`` ('9', '7i', '7ii', '7iii', '8') of a figure not run?"""
+    return figure[:1] not in figures
+
+
+def keep_other_figures(result: Result, out: Path, figures: list[str]) -> dict | None:
+    """Take the rows of the figures not in ``figures`` from ``out``'s
+    results.json (--keep-other-figures); returns the earlier document, whose
+    goals for those figures the caller keeps once it has computed its own."""
+    path = out / "results.json"
+    if not path.exists():
+        return None
+    old = json.loads(path.read_text())
+    result.runs[:0] = [Run(**r) for r in old["runs"] if kept_figure(r["figure"], figures)]
+    result.counters[:0] = [r for r in old["counters"] if kept_figure(r["figure"], figures)]
+    result.unavailable[:0] = [r for r in old["unavailable"]
+                              if kept_figure(r["figure"], figures)]
+    if "7" not in figures:
+        result.output_times = old["output_times"]
+    if "8" not in figures:
+        result.setups = old["setups"]
+    kept = sorted({r["figure"][:1] for r in old["runs"] if kept_figure(r["figure"], figures)})
+    result.settings["kept_figures"] = {"figures": kept, "settings": old["settings"],
+                                       "environment": old["environment"]}
+    if kept:
+        result.notes.append(f"Figures {', '.join(kept)} are kept from an earlier run (settings "
+                            "and environment under settings.kept_figures).")
+    return old
+
+
 def write_results(result: Result, out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     write_csv(out / "measurements.csv", [asdict(r) for r in result.runs])
@@ -1266,6 +1296,9 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--no-load", action="store_true",
                     help="do not run the Spark loader; the tables must exist")
     ap.add_argument("--no-plots", action="store_true", help="no PNGs")
+    ap.add_argument("--keep-other-figures", action="store_true",
+                    help="keep the results of the figures not run that --out already holds "
+                         "(its results.json): regenerate one figure of the committed results")
     ap.add_argument("--no-progress", action="store_true", help="no progress lines")
     return ap
 
@@ -1296,8 +1329,8 @@ def main(argv: list[str] | None = None) -> int:
     result = Result(settings=settings)
     shj_note = {
         "same": "Figure 8's static SHJ reads its base-relation inputs as the eddies read "
-                "their sources: the proportional schedule (a join input paced by the "
-                "planner's rows of the join), the setup's rates and initial delays.",
+                "their sources: the proportional schedule (a join input paced by the base "
+                "relations under it, read stepwise), the setup's rates and initial delays.",
         "delays": "Figure 8's static SHJ reads its inputs alternately and honours the "
                   "setup's initial delays, not its rates (--shj-sources delays).",
         "none": "Figure 8's static SHJ reads its inputs alternately and ignores the "
@@ -1313,6 +1346,8 @@ def main(argv: list[str] | None = None) -> int:
         "migration that moved the most tuples (under the proportional schedule every "
         "source is read at the same pace).",
     ]
+    earlier = keep_other_figures(result, args.out, args.figures) \
+        if args.keep_other_figures else None
     t0 = time.monotonic()
 
     def progress(text: str) -> None:
@@ -1339,6 +1374,8 @@ def main(argv: list[str] | None = None) -> int:
     result.environment["load_average_end"] = list(os.getloadavg())
     summarize(result)
     compute_goals(result, args)
+    if earlier is not None:
+        result.goals += [g for g in earlier["goals"] if kept_figure(g["figure"], args.figures)]
     write_results(result, args.out)
     pngs = [] if args.no_plots else plot(result, args.out)
     print(summary_text(result, args))
