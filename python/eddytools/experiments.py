@@ -336,17 +336,19 @@ def first_line(e: BaseException) -> str:
 
 class Measurer:
     def __init__(self, conn: psycopg.Connection, result: Result, avail: Availability,
-                 progress: Callable[[str], None]) -> None:
+                 progress: Callable[[str], None], skip: frozenset[str] = frozenset()) -> None:
         self.conn = conn
         self.result = result
         self.avail = avail
         self.progress = progress
+        self.skip = skip
 
     def usable(self, case: Case) -> list[Config]:
         """The case's configurations the server has and whose plans are right."""
         out = []
         for cfg in case.configs:
-            why = self.avail.problem(cfg.gucs)
+            why = ("skipped (--skip-configs)" if cfg.name in self.skip
+                   else self.avail.problem(cfg.gucs))
             if why is not None:
                 entry = {"figure": case.figure, "config": cfg.name, "reason": why}
                 if not any(u["figure"] == case.figure and u["config"] == cfg.name
@@ -809,7 +811,7 @@ def missing(dsn: str, tables: list[str]) -> bool:
 def run_figures(conn: psycopg.Connection, args: argparse.Namespace, result: Result,
                 progress: Callable[[str], None]) -> None:
     avail = Availability(conn)
-    m = Measurer(conn, result, avail, progress)
+    m = Measurer(conn, result, avail, progress, frozenset(args.skip_configs))
     for policy in {args.policy, args.fig7_policy}:
         policy_problem = avail.problem({"eddy.routing_policy": policy})
         if policy_problem is not None:
@@ -1296,6 +1298,11 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--no-load", action="store_true",
                     help="do not run the Spark loader; the tables must exist")
     ap.add_argument("--no-plots", action="store_true", help="no PNGs")
+    ap.add_argument("--skip-configs", type=lambda v: [c for c in v.split(",") if c],
+                    default=[], metavar="NAMES",
+                    help="comma-separated configurations not to run (e.g. stairs-greedy, "
+                         "whose migrations can thrash for minutes on a Figure 8 setup); "
+                         "listed as unavailable")
     ap.add_argument("--keep-other-figures", action="store_true",
                     help="keep the results of the figures not run that --out already holds "
                          "(its results.json): regenerate one figure of the committed results")
