@@ -331,9 +331,19 @@ stair_flush(Stair *stair)
 static inline StairEntry *
 stair_alloc_entry(Stair *stair)
 {
-	StairEntry *e = *stair->free_list;
+	StairEntry *e;
 	Size		size = offsetof(StairEntry, keys) + sizeof(Datum) * stair->keys->nkeys;
 
+	if (unlikely(stair->pool != NULL) && stair->pool->n > 0)
+	{
+		StairEntryPool *pool = stair->pool;
+
+		e = pool->v[--pool->n];
+		if (pool->n >= STAIR_POOL_AHEAD)
+			__builtin_prefetch(pool->v[pool->n - STAIR_POOL_AHEAD], 1);
+		return e;
+	}
+	e = *stair->free_list;
 	if (e != NULL)
 	{
 		*stair->free_list = e->next;
@@ -550,6 +560,27 @@ StairIterBegin(StairIterator *it, Stair *stair)
 	it->deleted = false;
 }
 
+/*
+ * Iteration walks the slots in order, but the entries and what they point
+ * to lie in insertion order: a cache miss each, which state migration pays
+ * for every entry of every STAIR (migrate.c).  So the walk prefetches
+ * ahead, in two stages: the head entry of the group STAIR_ITER_AHEAD slots
+ * on, and the payload of the one half as far, whose entry the first stage
+ * brought in.  (A macro, as StairPrefetch in stair.h.)
+ */
+#define STAIR_ITER_AHEAD	16
+#define STAIR_ITER_PREFETCH(stair, slot) \
+	do { \
+		uint32		pf_far_ = (slot) + STAIR_ITER_AHEAD; \
+		uint32		pf_near_ = (slot) + STAIR_ITER_AHEAD / 2; \
+		\
+		if (pf_far_ < (stair)->nslots && (stair)->hashes[pf_far_] != 0) \
+			__builtin_prefetch((stair)->heads[pf_far_]); \
+		if (pf_near_ < (stair)->nslots && (stair)->hashes[pf_near_] != 0 && \
+			(stair)->heads[pf_near_] != NULL) \
+			__builtin_prefetch((stair)->heads[pf_near_]->payload); \
+	} while (0)
+
 /* The list head of slot i (nslots: the group of hash 0), NULL if unused */
 static inline StairEntry **
 stair_head(Stair *stair, uint32 i)
@@ -589,6 +620,7 @@ StairIterNext(StairIterator *it, uint32 *hash, Datum **keys)
 			CHECK_FOR_INTERRUPTS();
 		if (it->slot > stair->nslots)
 			return NULL;
+		STAIR_ITER_PREFETCH(stair, it->slot);
 		it->elink = stair_head(stair, it->slot);
 		if (it->elink == NULL || *it->elink == NULL)
 		{
@@ -603,9 +635,12 @@ StairIterNext(StairIterator *it, uint32 *hash, Datum **keys)
 	return e->payload;
 }
 
-/* Delete the entry StairIterNext returned last: unlink it. */
-void
-StairIterDelete(StairIterator *it)
+/*
+ * Take the entry StairIterNext returned last out of the STAIR: unlink it
+ * and return it, for the caller to give back with StairEntriesFree.
+ */
+StairEntry *
+StairIterTake(StairIterator *it)
 {
 	Stair	   *stair = it->stair;
 	StairEntry *e;
@@ -613,12 +648,38 @@ StairIterDelete(StairIterator *it)
 	Assert(it->elink != NULL && *it->elink != NULL && !it->deleted);
 	e = *it->elink;
 	*it->elink = e->next;
-	e->next = *stair->free_list;	/* reused by StairInsert */
-	*stair->free_list = e;
 	it->deleted = true;
 	stair->nentries--;
 	if (*stair_head(stair, it->slot) == NULL)
 		stair->ngroups--;		/* the slot stays its hash's */
+	return e;
+}
+
+/* Delete the entry StairIterNext returned last: unlink and free it. */
+void
+StairIterDelete(StairIterator *it)
+{
+	Stair	   *stair = it->stair;
+	StairEntry *e = StairIterTake(it);
+
+	e->next = *stair->free_list;	/* reused by StairInsert */
+	*stair->free_list = e;
+}
+
+/*
+ * Free n entries taken from STAIRs whose entries share this one's free
+ * list (those of one arena with as many keys).
+ */
+void
+StairEntriesFree(Stair *stair, StairEntry **entries, Size n)
+{
+	while (n > 0)
+	{
+		StairEntry *e = entries[--n];
+
+		e->next = *stair->free_list;
+		*stair->free_list = e;
+	}
 }
 
 /*

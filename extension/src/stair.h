@@ -122,6 +122,24 @@ typedef struct StairEntry
 
 #define STAIR_PENDING	8		/* insertions queued (above) */
 
+/*
+ * Entries taken out of STAIRs in bulk (StairIterTake), for StairInsert to
+ * reuse from the end of the array before anything on the free list: state
+ * migration takes every entry, then reinserts about as many, and an array
+ * lets each reuse prefetch the entry it will reuse STAIR_POOL_AHEAD later,
+ * where a chained free list reveals one entry at a time (each a cache
+ * miss: they lie in the arena in the order they were made, taken in slot
+ * order).  Its owner sets `pool` on every STAIR sharing the free list and
+ * gives back what is left with StairEntriesFree.
+ */
+typedef struct StairEntryPool
+{
+	struct StairEntry **v;
+	Size		n;
+} StairEntryPool;
+
+#define STAIR_POOL_AHEAD	8
+
 typedef struct Stair
 {
 	StairJoinKeys *keys;
@@ -140,6 +158,7 @@ typedef struct Stair
 	StairEntry *free_entries;	/* deleted entries, chained by their next */
 	StairEntry **free_list;		/* where they chain: &free_entries, or the
 								 * arena's list for entries of this size */
+	struct StairEntryPool *pool;	/* reused before the free list, or NULL */
 	int			npending;		/* queued insertions, oldest first from */
 	int			pending_first;	/* this index of the ring */
 	uint32		pending_hash[STAIR_PENDING];
@@ -242,6 +261,8 @@ extern void StairSetUnique(Stair *stair);
 extern void StairIterBegin(StairIterator *it, Stair *stair);
 extern void *StairIterNext(StairIterator *it, uint32 *hash, Datum **keys);
 extern void StairIterDelete(StairIterator *it);
+extern StairEntry *StairIterTake(StairIterator *it);
+extern void StairEntriesFree(Stair *stair, StairEntry **entries, Size n);
 extern void StairSelfCheck(Stair *stair);
 
 #endif							/* EDDY_STAIR_H */
