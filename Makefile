@@ -263,7 +263,7 @@ load: sysdeps venv
 # VG_PYTEST="tests/..." picks the pytest tests, VG_STRICT=1 also fails on
 # memory errors outside the extension, VG_OPTS adds valgrind options.
 VG_PREFIX ?= /opt/pg-valgrind
-valgrind: venv
+valgrind: sysdeps venv
 	VENV=$(abspath $(VENV)) VG_PREFIX=$(VG_PREFIX) tests/valgrind/run.sh
 
 FUZZ_QUERIES ?= 5000
