@@ -219,7 +219,8 @@ def test_rescans_limit_and_cursor_with_forced_migrations(mig):
 # replay puts about as many back (StairEntryPool, stair.h)
 BIG_PATH = """
 CREATE TABLE br AS SELECT g AS id, g * 3 AS v FROM generate_series(1, 30000) g;
-CREATE TABLE bs AS SELECT g AS id, (g::bigint * 7919 % 30000)::int + 1 AS rid, (g::bigint * 104729 % 30000)::int + 1 AS tid
+CREATE TABLE bs AS SELECT g AS id, (g::bigint * 7919 % 30000)::int + 1 AS rid,
+       (g::bigint * 104729 % 30000)::int + 1 AS tid
 FROM generate_series(1, 30000) g;
 CREATE TABLE bt AS SELECT g AS id, g % 977 AS v FROM generate_series(1, 30000) g;
 ANALYZE br; ANALYZE bs; ANALYZE bt;
