@@ -69,7 +69,7 @@
  * (EDDY_REPLAY_AHEAD), and the entries it reuses come from an array that
  * prefetches ahead too, where a chained free list gave up one miss at a
  * time: Figure 7 at SF 1 (873,492 entries rebuilt) went from 340 to
- * 175-200 ms (perf: misses on the rows, then on the free list, had been
+ * 175-260 ms (perf: misses on the rows, then on the free list, had been
  * most of it).
  *
  * What migrates.  An eddy in STAIR mode (SteM mode stores base tuples only:
