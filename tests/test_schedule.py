@@ -173,6 +173,24 @@ def test_a_delayed_source_does_not_block_the_others(path3):
     assert plan["Plans"][0]["Actual Rows"] == ROWS // 2  # s rows with rid < DIM
 
 
+def test_a_rescan_waits_for_a_delayed_source_again(path3):
+    """The delay counts from each scan's first read: an eddy rescanned for
+    each row of a subplan holds r back every time (the clock is read only
+    until every delay has passed, and a rescan starts it again)."""
+    set_gucs(path3, source_delays="r=300")
+    query = ("SELECT g, (SELECT count(*) FROM r JOIN s ON s.rid = r.id JOIN t ON s.tid = t.id"
+             " WHERE s.id < g * 1000) FROM generate_series(1, 3) g ORDER BY g")
+    plan = explain_json(path3, query, analyze=True, verbose=True)
+    (eddy,) = eddy_nodes(plan)
+    assert eddy["Actual Loops"] == 3
+    start = time.monotonic()
+    got = path3.execute(query).fetchall()
+    elapsed = time.monotonic() - start
+    set_gucs(path3, enabled="off")
+    assert got == path3.execute(query).fetchall()
+    assert elapsed >= 3 * 0.3, elapsed
+
+
 def test_waiting_for_delayed_sources_honours_the_timeout(path3):
     """When every source is held back the eddy sleeps on its latch; a
     statement_timeout ends the wait with PostgreSQL's error, promptly."""

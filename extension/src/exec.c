@@ -1723,6 +1723,7 @@ eddy_rescan(CustomScanState *node)
 	es->exhausted = 0;
 	es->nexhausted = 0;
 	es->start_time = 0;
+	es->delays_over = false;
 	es->peeked = false;
 	es->seq = 0;
 	es->unbuilt = false;

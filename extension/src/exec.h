@@ -398,6 +398,7 @@ struct EddyState
 	bool		peeking;		/* ... being read ahead */
 	bool		delayed;		/* some source has an initial delay */
 	TimestampTz start_time;		/* of the first read, when delayed */
+	bool		delays_over;	/* every delay has passed (since start_time) */
 	bool		holding;		/* eddy.routing_hold not yet released */
 
 	/* modules and routing */

@@ -437,11 +437,22 @@ EddyScheduleNext(EddyState *es)
 		double		best_share = 0;
 		int			k;
 
-		if (es->delayed)
+		/* the clock is read only until every delay has passed */
+		if (es->delayed && !es->delays_over)
 		{
 			now = GetCurrentTimestamp();
 			if (es->start_time == 0)
 				es->start_time = now;
+			es->delays_over = true;
+			for (k = 0; k < es->nsources; k++)
+			{
+				EddySource *src = &es->sources[k];
+
+				if (src->method == EDDY_SOURCE_SCAN && !src->exhausted &&
+					src->delay_ms > 0 &&
+					(double) (now - es->start_time) / 1000.0 < src->delay_ms)
+					es->delays_over = false;
+			}
 		}
 		for (k = 0; k < es->nsources; k++)
 		{
@@ -451,7 +462,7 @@ EddyScheduleNext(EddyState *es)
 
 			if (src->method != EDDY_SOURCE_SCAN || src->exhausted)
 				continue;
-			if (src->delay_ms > 0)
+			if (src->delay_ms > 0 && !es->delays_over)
 			{
 				double		elapsed = (double) (now - es->start_time) / 1000.0;
 
