@@ -173,6 +173,30 @@ def test_figure8_setups_are_seeded_and_bounded():
                                          rel=0.05, abs=2 * max(s.rows[e.a], s.rows[e.b]) / 1000)
 
 
+def test_figure8_plan_excess():
+    """The SHJ plan's estimated excess over the best plan: 1 for the best
+    order, the ratio of the tuples the two plans handle otherwise, never
+    below 1 for the drawn setups."""
+    rows = {"a": 1000, "b": 10_000, "c": 1000}
+    ab = ex.make_edge("a", "b", rows, 10.0)      # |a JOIN b| = 100,000
+    bc = ex.make_edge("b", "c", rows, 0.01)      # |b JOIN c| = 100
+    setup = ex.Setup(0, "path3", {"a": "x", "b": "y", "c": "z"}, rows,
+                     {"a": 100, "b": 100, "c": 100}, [ab, bc], ["a", "b", "c"], {}, {}, 0.0)
+    sources = 12_000
+    abc = ex.subset_size(setup, ["a", "b", "c"])
+    assert ex.subset_size(setup, ["a", "b"]) == pytest.approx(100_000, rel=0.01)
+    assert ex.subset_size(setup, ["b", "c"]) == pytest.approx(100, rel=0.01)
+    worst = sources + 100_000 + abc
+    assert ex.plan_tuples(setup, ["a", "b", "c"]) == pytest.approx(worst, rel=0.01)
+    best = sources + ex.subset_size(setup, ["b", "c"]) + abc
+    assert ex.plan_excess(setup) == pytest.approx(worst / best, rel=0.01)
+    setup.order = ["c", "b", "a"]
+    assert ex.plan_excess(setup) == pytest.approx(1.0)
+    for i in range(20):
+        s = ex.make_setup(i, 7, ex.syn_tables(1.0), ex.SYN_CAP)
+        assert s.describe()["shj_plan_excess"] >= 1.0
+
+
 def test_help_and_defaults(capsys):
     """--help documents the options; by default the results go to the
     untracked experiments-results/."""
