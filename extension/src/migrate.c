@@ -239,14 +239,16 @@ typedef struct CollectedRows
 	int			cap;
 } CollectedRows;
 
-/* The entries taken out of the STAIRs that share one free list */
+/*
+ * The entries taken out of the STAIRs that share one free list: the pool
+ * they are reused from during the replay (its array grows while they are
+ * taken), what is left of it freed afterwards.
+ */
 typedef struct TakenEntries
 {
 	Stair	   *stair;			/* one of them */
-	StairEntry **v;
-	Size		n;
+	StairEntryPool pool;
 	Size		cap;
-	StairEntryPool pool;		/* v while the replay reuses them */
 } TakenEntries;
 
 void
@@ -526,48 +528,48 @@ collect_row(EddyMigrator *mgr, CollectedRows *c, EddyRow *row, uint64 done)
 	c->n++;
 }
 
-static void
-take_entry(TakenEntries *taken, int *ntaken, Stair *st, StairEntry *e)
+/* The group of entries taken from STAIRs sharing st's free list */
+static TakenEntries *
+taken_group(TakenEntries *taken, int *ntaken, Stair *st)
 {
-	TakenEntries *te = NULL;
+	TakenEntries *te;
 	int			j;
 
 	for (j = 0; j < *ntaken; j++)
 		if (taken[j].stair->free_list == st->free_list)
-			te = &taken[j];
-	if (te == NULL)
-	{
-		te = &taken[(*ntaken)++];
-		te->stair = st;
-		te->n = te->cap = 0;
-		te->v = NULL;
-	}
-	if (te->n >= te->cap)
+			return &taken[j];
+	te = &taken[(*ntaken)++];
+	te->stair = st;
+	te->pool.v = NULL;
+	te->pool.n = te->cap = 0;
+	return te;
+}
+
+static void
+take_entry(TakenEntries *te, StairEntry *e)
+{
+	if (te->pool.n >= te->cap)
 	{
 		te->cap = Max(64, 2 * te->cap);
-		te->v = te->v ? repalloc_huge(te->v, sizeof(StairEntry *) * te->cap) :
+		te->pool.v = te->pool.v ?
+			repalloc_huge(te->pool.v, sizeof(StairEntry *) * te->cap) :
 			palloc(sizeof(StairEntry *) * te->cap);
 	}
-	te->v[te->n++] = e;
+	te->pool.v[te->pool.n++] = e;
 }
 
 /*
  * The replay's STAIRs that share te's free list reuse te's entries first
- * (pool set), or no longer (pool NULL).
+ * (on), or no longer.
  */
 static void
-set_pool(EddyMigrator *mgr, TakenEntries *te, StairEntryPool *pool)
+set_pool(EddyMigrator *mgr, TakenEntries *te, bool on)
 {
 	int			k;
 
-	if (pool != NULL)
-	{
-		pool->v = te->v;
-		pool->n = te->n;
-	}
 	for (k = 0; k < mgr->nsides; k++)
 		if (mgr->sides[k].stair->free_list == te->stair->free_list)
-			mgr->sides[k].stair->pool = pool;
+			mgr->sides[k].stair->pool = on ? &te->pool : NULL;
 }
 
 /* Entries per side that are its end's row alone */
@@ -725,6 +727,7 @@ migrate(EddyState *es, bool forced)
 		void	   *payload;
 		uint32		hash;
 		Datum	   *keys;
+		TakenEntries *te = taken_group(taken, &ntaken, st);
 
 		alone_before[k] = count_alone(sd);
 		StairIterBegin(&it, st);
@@ -748,7 +751,7 @@ migrate(EddyState *es, bool forced)
 				}
 				EddyStoredTupleFree(es, t);
 			}
-			take_entry(taken, &ntaken, st, StairIterTake(&it));
+			take_entry(te, StairIterTake(&it));
 		}
 		st->complete = true;
 		if (sd->side == 1)
@@ -757,7 +760,7 @@ migrate(EddyState *es, bool forced)
 
 	/* the replay reuses the entries taken, prefetching (StairEntryPool) */
 	for (k = 0; k < ntaken; k++)
-		set_pool(mgr, &taken[k], &taken[k].pool);
+		set_pool(mgr, &taken[k], true);
 
 	/* 2. replay, under the current routing; nothing is counted */
 	order = palloc(sizeof(int) * es->nsources);
@@ -805,7 +808,7 @@ migrate(EddyState *es, bool forced)
 	es->replaying = false;
 	for (k = 0; k < ntaken; k++)
 	{
-		set_pool(mgr, &taken[k], NULL);
+		set_pool(mgr, &taken[k], false);
 		StairEntriesFree(taken[k].stair, taken[k].pool.v, taken[k].pool.n);
 	}
 	if (forced)
