@@ -554,6 +554,8 @@ extern Size EddyStateMemory(EddyState *es);
 extern void EddyCheckMemory(EddyState *es);
 extern EddyRow *EddyRowMake(EddyArena *arena, EddySource *src, Datum *values,
 							bool *isnull, bool transient);
+extern EddyRow *EddyRowFromHeapSlot(EddyState *es, EddySource *src,
+									TupleTableSlot *slot);
 extern EddyRow *EddyRowPersistSlow(EddyState *es, int i, EddyRow *row);
 extern EddyTuple *EddyTupleStore(EddyState *es, EddyTuple *t);
 extern EddyTuple *EddyTupleJoin(EddyState *es, EddyModule *m, EddyTuple *probe,

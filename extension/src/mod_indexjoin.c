@@ -461,11 +461,8 @@ indexjoin_fetch(EddyState *es, EddyIndexJoin *ij, EddyTuple *t)
 
 	while (index_getnext_slot(ij->scan, ForwardScanDirection, heapslot))
 	{
-		Datum	   *values = es->fetch_values;
-		bool	   *isnull = es->fetch_isnull;
 		EddyTuple  *r;
 		uint64		chain_done = 0;
-		int			c;
 
 		CHECK_FOR_INTERRUPTS();
 		slot_getsomeattrs(heapslot, src->max_attno);
@@ -474,13 +471,8 @@ indexjoin_fetch(EddyState *es, EddyIndexJoin *ij, EddyTuple *t)
 		if (ij->chain_preds != NULL && !es->replaying &&
 			!fetch_chain(es, ij, t, heapslot, &chain_done))
 			continue;
-		for (c = 0; c < src->ncols; c++)
-		{
-			values[c] = heapslot->tts_values[src->attnos[c] - 1];
-			isnull[c] = heapslot->tts_isnull[src->attnos[c] - 1];
-		}
 		r = joined(es, &ij->module, t, ends->rel[1],
-				   EddyRowMake(&es->transient, src, values, isnull, true));
+				   EddyRowFromHeapSlot(es, src, heapslot));
 		/* semi/anti: the module is done once it decides (semijoin_decide) */
 		if (ij->jointype != JOIN_INNER)
 			r->done = t->done;

@@ -146,6 +146,41 @@ EddyRowMake(EddyArena *arena, EddySource *src, Datum *values, bool *isnull,
 }
 
 /*
+ * A transient row of index-joined source src from the heap tuple an index
+ * join fetched into slot.  Its values are copied, but by-reference ones
+ * still point into the slot's tuple, which stays until the module fetches
+ * again; by then everything routed from this row is gone, as routing is
+ * depth first and no tuple visits a module twice (so one frame at most per
+ * module is live).  What a STAIR keeps is copied by EddyRowPersist,
+ * by-reference data with it.
+ */
+EddyRow *
+EddyRowFromHeapSlot(EddyState *es, EddySource *src, TupleTableSlot *slot)
+{
+	Size		hsize = EddyRowHeaderSize(src, true);
+	EddyRow    *row;
+	int			c;
+
+	row = (EddyRow *) ((char *) EddyArenaAlloc(&es->transient,
+											   sizeof(EddyRow *) + hsize +
+											   src->ncols * sizeof(Datum)) +
+					   sizeof(EddyRow *));
+	row_persistent(row) = NULL;
+	row->in_state = false;
+	row->mark = 0;
+	row->hvalid = 0;
+	row->isnull = (bool *) ((char *) row + offsetof(EddyRow, hash) +
+							sizeof(uint32) * src->nhash);
+	row->values = (Datum *) ((char *) row + hsize);
+	for (c = 0; c < src->ncols; c++)
+	{
+		row->values[c] = slot->tts_values[src->attnos[c] - 1];
+		row->isnull[c] = slot->tts_isnull[src->attnos[c] - 1];
+	}
+	return row;
+}
+
+/*
  * Copy a transient row into state memory (EddyRowPersist: made once, then
  * shared), with the hashes computed so far.  In SteM mode only the driver,
  * the source row read last, is ever stored (mod_hashjoin.c): its copy is
