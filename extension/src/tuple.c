@@ -24,9 +24,9 @@
  * So a row that is never stored (a probe that finds its unique match, a
  * tuple a selection drops) is never copied.  Likewise a row an index join
  * fetches keeps its by-reference values in the heap tuple of the module's
- * slot, which stays until the module fetches again (EddyRowFromHeapSlot).  The arenas' total is checked
- * against eddy.max_memory (EddyMaxMemoryBytes); past it the eddy spills
- * (spill.c).
+ * slot, which stays until the module fetches again (EddyRowFromHeapSlot).
+ * The arenas' total is checked against eddy.max_memory
+ * (EddyMaxMemoryBytes); past it the eddy spills (spill.c).
  *
  *-------------------------------------------------------------------------
  */
