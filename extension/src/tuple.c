@@ -84,12 +84,34 @@ byref_size(Datum value, int16 typlen)
 
 #define ROW_MAKE_MAX_BYREF 32	/* sizes remembered between the two passes */
 
+/*
+ * A row of source src with inline null flags and room for its values and
+ * `data` bytes after them, from the arena after `prefix` bytes for the
+ * caller; the values and flags are the caller's to fill.
+ */
+static inline EddyRow *
+row_alloc(EddyArena *arena, EddySource *src, Size prefix, Size data)
+{
+	Size		hsize = EddyRowHeaderSize(src, true);
+	EddyRow    *row;
+
+	row = (EddyRow *) ((char *) EddyArenaAlloc(arena, prefix + hsize +
+											   src->ncols * sizeof(Datum) +
+											   data) + prefix);
+	row->in_state = false;
+	row->mark = 0;
+	row->hvalid = 0;
+	row->isnull = (bool *) ((char *) row + offsetof(EddyRow, hash) +
+							sizeof(uint32) * src->nhash);
+	row->values = (Datum *) ((char *) row + hsize);
+	return row;
+}
+
 static EddyRow *
 row_make(EddyArena *arena, EddySource *src, Datum *values, bool *isnull,
 		 Size prefix)
 {
-	Size		hsize = EddyRowHeaderSize(src, true);
-	Size		size = prefix + hsize + src->ncols * sizeof(Datum);
+	Size		size = 0;		/* of the by-reference data */
 	Size		lens[ROW_MAKE_MAX_BYREF];
 	EddyRow    *row;
 	char	   *data;
@@ -108,13 +130,7 @@ row_make(EddyArena *arena, EddySource *src, Datum *values, bool *isnull,
 			lens[k] = len;
 		size += MAXALIGN(len);
 	}
-	row = (EddyRow *) ((char *) EddyArenaAlloc(arena, size) + prefix);
-	row->in_state = false;
-	row->mark = 0;
-	row->hvalid = 0;
-	row->isnull = (bool *) ((char *) row + offsetof(EddyRow, hash) +
-							sizeof(uint32) * src->nhash);
-	row->values = (Datum *) ((char *) row + hsize);
+	row = row_alloc(arena, src, prefix, size);
 	memcpy(row->isnull, isnull, sizeof(bool) * src->ncols);
 	memcpy(row->values, values, sizeof(Datum) * src->ncols);
 	data = (char *) (row->values + src->ncols);
@@ -159,21 +175,10 @@ EddyRowMake(EddyArena *arena, EddySource *src, Datum *values, bool *isnull,
 EddyRow *
 EddyRowFromHeapSlot(EddyState *es, EddySource *src, TupleTableSlot *slot)
 {
-	Size		hsize = EddyRowHeaderSize(src, true);
-	EddyRow    *row;
+	EddyRow    *row = row_alloc(&es->transient, src, sizeof(EddyRow *), 0);
 	int			c;
 
-	row = (EddyRow *) ((char *) EddyArenaAlloc(&es->transient,
-											   sizeof(EddyRow *) + hsize +
-											   src->ncols * sizeof(Datum)) +
-					   sizeof(EddyRow *));
 	row_persistent(row) = NULL;
-	row->in_state = false;
-	row->mark = 0;
-	row->hvalid = 0;
-	row->isnull = (bool *) ((char *) row + offsetof(EddyRow, hash) +
-							sizeof(uint32) * src->nhash);
-	row->values = (Datum *) ((char *) row + hsize);
 	for (c = 0; c < src->ncols; c++)
 	{
 		row->values[c] = slot->tts_values[src->attnos[c] - 1];

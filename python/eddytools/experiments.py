@@ -78,7 +78,7 @@ import re
 import statistics
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -678,6 +678,17 @@ def edge_size(e: Edge, rows: dict[str, int]) -> float:
     return overlap * per_a * per_b
 
 
+def join_size(subset: Sequence[str], edges: list[Edge], rows: dict[str, int],
+              selections: dict[str, int]) -> float:
+    """The estimated result of joining a connected subset of relations (one
+    relation: its rows after its selection)."""
+    size = math.prod(rows[a] * selections[a] / 100 for a in subset)
+    for e in edges:
+        if e.a in subset and e.b in subset:
+            size *= edge_size(e, rows) / (rows[e.a] * rows[e.b])
+    return size
+
+
 def largest_intermediate(aliases: list[str], edges: list[Edge], rows: dict[str, int],
                          selections: dict[str, int]) -> float:
     """The largest estimated result over the connected subsets of relations."""
@@ -685,23 +696,14 @@ def largest_intermediate(aliases: list[str], edges: list[Edge], rows: dict[str, 
     for n in range(2, len(aliases) + 1):
         for subset in itertools.combinations(aliases, n):
             inside = [e for e in edges if e.a in subset and e.b in subset]
-            if len(inside) != n - 1:        # a tree: connected iff n - 1 edges
-                continue
-            size = math.prod(rows[a] * selections[a] / 100 for a in subset)
-            for e in inside:
-                size *= edge_size(e, rows) / (rows[e.a] * rows[e.b])
-            best = max(best, size)
+            if len(inside) == n - 1:        # a tree: connected iff n - 1 edges
+                best = max(best, join_size(subset, edges, rows, selections))
     return best
 
 
 def subset_size(setup: Setup, subset: list[str]) -> float:
-    """The estimated result of joining a connected subset of a setup's
-    relations (one relation: its rows after its selection)."""
-    size = math.prod(setup.rows[a] * setup.selections[a] / 100 for a in subset)
-    for e in setup.edges:
-        if e.a in subset and e.b in subset:
-            size *= edge_size(e, setup.rows) / (setup.rows[e.a] * setup.rows[e.b])
-    return size
+    """join_size of a subset of a setup's relations."""
+    return join_size(subset, setup.edges, setup.rows, setup.selections)
 
 
 def plan_tuples(setup: Setup, order: list[str]) -> float:
