@@ -207,7 +207,9 @@ typedef struct EddyTuple
  * tuple that is one fresh source row (one relation, no module done), by
  * far the most common, is kept as its row alone, the pointer tagged in its
  * low bit: no tuple header, no row-pointer array.  Anything else is a
- * stored EddyTuple.  EddyPayloadTuple turns either back into a tuple.
+ * stored EddyTuple.  EddyTupleJoin joins a probe with either; the other
+ * readers (migration, spilling, the exchange, SteM mode) test
+ * EddyPayloadIsRow.
  */
 #define EDDY_PAYLOAD_ROW_TAG	((uintptr_t) 1)
 
