@@ -273,6 +273,18 @@ begin_sources(EddyState *es, List *descs, EState *estate, int eflags)
 	es->fetch_isnull = palloc(sizeof(bool) * maxcols);
 	es->css.custom_ps = child_states;
 	narrow_sources(es);
+	for (i = 0; i < es->nsources; i++)
+	{
+		EddySource *src = &es->sources[i];
+		int			c;
+
+		if (src->attnos == NULL || src->ncols == 0 || src->attnos[0] < 1)
+			continue;
+		src->attno_run = src->attnos[0];
+		for (c = 1; c < src->ncols; c++)
+			if (src->attnos[c] != src->attnos[0] + c)
+				src->attno_run = 0;
+	}
 }
 
 /*

@@ -156,6 +156,9 @@ typedef struct EddySource
 	Oid			heapoid;
 	Relation	heap;
 	AttrNumber *attnos;
+	AttrNumber	attno_run;		/* attnos[0] when the first ncols attnos
+								 * are consecutive (rows borrow the heap
+								 * slot's arrays, tuple.c), else 0 */
 	AttrNumber	max_attno;
 	TupleTableSlot *heapslot;
 } EddySource;

@@ -2717,6 +2717,16 @@ route_scan_quals(PlannerInfo *root, RelOptInfo *rel, Plan *source)
 							  source, EDDY_MAX_MODULES);
 }
 
+/* list_sort comparator: Vars by attribute number */
+static int
+var_attno_cmp(const ListCell *a, const ListCell *b)
+{
+	AttrNumber	x = lfirst_node(Var, a)->varattno;
+	AttrNumber	y = lfirst_node(Var, b)->varattno;
+
+	return (x > y) - (x < y);
+}
+
 /* A source description (private.h); attnos is an integer List */
 static List *
 source_private(EddySourceMethod method, int first_col, int ncols, int plan,
@@ -2818,8 +2828,14 @@ make_sources(PlannerInfo *root, EddyJoinPath *jp, List *custom_plans,
 		{
 			RangeTblEntry *rte = planner_rt_fetch(rel->relid, root);
 			List	   *attnos = NIL;
+			List	   *vars = list_copy(jp->targets[i]->exprs);
 
-			foreach(lc, jp->targets[i]->exprs)
+			/*
+			 * In attribute order: where they are consecutive, its rows
+			 * borrow the heap slot's arrays (EddyRowFromHeapSlot)
+			 */
+			list_sort(vars, var_attno_cmp);
+			foreach(lc, vars)
 			{
 				Var		   *var = lfirst_node(Var, lc);
 

@@ -169,15 +169,27 @@ EddyRowMake(EddyArena *arena, EddySource *src, Datum *values, bool *isnull,
  * still point into the slot's tuple, which stays until the module fetches
  * again; by then everything routed from this row is gone, as routing is
  * depth first and no tuple visits a module twice (so one frame at most per
- * module is live).  What a STAIR keeps is copied by EddyRowPersist,
+ * module is live).  Where the source's columns are consecutive attributes
+ * of the heap (attno_run), the row borrows the slot's value and null
+ * arrays themselves, as a scanned source's row does (EddyRowFromSlot), for
+ * the same time.  What a STAIR keeps is copied by EddyRowPersist,
  * by-reference data with it.
  */
 EddyRow *
 EddyRowFromHeapSlot(EddyState *es, EddySource *src, TupleTableSlot *slot)
 {
-	EddyRow    *row = row_alloc(&es->transient, src, sizeof(EddyRow *), 0);
+	EddyRow    *row;
 	int			c;
 
+	if (src->attno_run > 0)
+	{
+		/* its columns are consecutive in the heap tuple: borrow them all */
+		row = EddyRowFromSlot(es, src, slot);
+		row->values += src->attno_run - 1;
+		row->isnull += src->attno_run - 1;
+		return row;
+	}
+	row = row_alloc(&es->transient, src, sizeof(EddyRow *), 0);
 	row_persistent(row) = NULL;
 	for (c = 0; c < src->ncols; c++)
 	{
