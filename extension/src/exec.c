@@ -413,6 +413,13 @@ eddy_begin(CustomScanState *node, EState *estate, int eflags)
 	es->exchange = intVal(list_nth(priv, EddyPrivExchange)) != 0;
 	es->claimed = (uint32) intVal(list_nth(priv, EddyPrivExchange)) >> 1;
 	es->wide = node->ss.ss_ScanTupleSlot;
+	i = intVal(list_nth(priv, EddyPrivOneTimeQual));
+	if (i >= 0)
+	{
+		es->one_time_expr = list_nth(cscan->custom_exprs, i);
+		es->one_time_qual = ExecInitQual(list_make1(es->one_time_expr),
+										 &node->ss.ps);
+	}
 	begin_sources(es, list_nth(priv, EddyPrivSources), estate, eflags);
 	if (es->nsources == 1)
 		begin_direct_source(es);
@@ -1567,6 +1574,17 @@ eddy_exec_node(PlanState *pstate)
 {
 	EddyState  *es = (EddyState *) pstate;
 
+	/* the One-Time Filter, first in each scan: when it fails, read nothing */
+	if (unlikely(es->one_time_qual != NULL) && !es->one_time_checked)
+	{
+		ExprContext *econtext = es->css.ss.ps.ps_ExprContext;
+
+		es->one_time_checked = true;
+		ResetExprContext(econtext);
+		if (!ExecQual(es->one_time_qual, econtext))
+			es->state = EDDY_STATE_DONE;
+	}
+
 	/*
 	 * The states are laid out in the order a source tuple goes through them,
 	 * each falling through to the next: a tuple read, routed and drained
@@ -1730,6 +1748,7 @@ eddy_rescan(CustomScanState *node)
 	int			i;
 
 	es->state = EDDY_STATE_READ;
+	es->one_time_checked = false;
 	es->nstack = 0;
 	es->next_source = 0;
 	es->exhausted = 0;

@@ -434,6 +434,11 @@ struct EddyState
 	EddyFrame  *stack;
 	int			nstack;
 
+	/* the block's pseudoconstant clauses (EddyPrivOneTimeQual), or NULL */
+	Expr	   *one_time_expr;
+	ExprState  *one_time_qual;
+	bool		one_time_checked;	/* ... this scan */
+
 	/* the wide tuple */
 	TupleTableSlot *wide;		/* the node's scan slot */
 	EddyRow   **loaded;			/* row whose values are in the wide slot */

@@ -220,6 +220,10 @@ EddyExplain(CustomScanState *node, List *ancestors, ExplainState *xs)
 	context = set_deparse_context_plan(xs->deparse_cxt, node->ss.ps.plan,
 									   ancestors);
 	EddyRouterSyncChain(router);	/* a chain's open epoch's counts */
+	if (es->one_time_expr != NULL)
+		ExplainPropertyText("One-Time Filter",
+							deparse_expression((Node *) es->one_time_expr,
+											   context, useprefix, false), xs);
 	ExplainPropertyText("Routing Policy", EddyPolicyName(router->policy), xs);
 	if (router->policy == EDDY_POLICY_LOTTERY && router->lottery_window > 0)
 		ExplainPropertyInteger("Lottery Window", "tuples",

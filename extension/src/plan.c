@@ -263,6 +263,8 @@ eddy_plan_custom_path(PlannerInfo *root, RelOptInfo *rel,
 	priv[EddyPrivSourceOrder] = (Node *) list_make1(makeInteger(0));
 	priv[EddyPrivEstState] = (Node *) EddyPrivateFloat(0);
 	priv[EddyPrivExchange] = (Node *) makeInteger(0);
+	/* a base relation's pseudoconstant clauses gate the plan PostgreSQL makes */
+	priv[EddyPrivOneTimeQual] = (Node *) makeInteger(-1);
 
 	cscan->scan.plan.targetlist = tlist;
 	cscan->scan.plan.qual = NIL;

@@ -35,10 +35,13 @@
  *	   relations' keys) or an index join into a relation PostgreSQL reached
  *	   through an index.  If the graph is disconnected, key-less edges
  *	   (cross products: every pair matches) connect its components.
+ *	 - Pseudoconstant clauses (outer parameters and constants only) are the
+ *	   eddy's One-Time Filter, checked once per scan before any source is
+ *	   read (PostgreSQL's gating Result, which a CustomScan of a join
+ *	   relation does not get).
  *	 - Every other clause (non-hashable join clauses, clauses over three or
- *	   more relations, key clauses of edges outside the tree, pseudoconstant
- *	   clauses) is a selection module, eligible once a tuple spans its
- *	   relations.  Expensive restriction clauses of a scanned relation are
+ *	   more relations, key clauses of edges outside the tree) is a
+ *	   selection module, eligible once a tuple spans its relations.  Expensive restriction clauses of a scanned relation are
  *	   selections too, chosen as in selection eddies (the suffix of
  *	   PostgreSQL's order, plan.c); all restriction clauses of a relation
  *	   reached through an index are selections, since nothing scans it.
@@ -2862,7 +2865,7 @@ make_sources(PlannerInfo *root, EddyJoinPath *jp, List *custom_plans,
  * that relation's.
  */
 static void
-add_block_selections(EddyJoinPath *jp, PlanSelections *sels)
+add_block_selections(EddyJoinPath *jp, PlanSelections *sels, List **one_time)
 {
 	ListCell   *lc;
 
@@ -2872,6 +2875,18 @@ add_block_selections(EddyJoinPath *jp, PlanSelections *sels)
 		uint32		rels = rel_mask(jp, rinfo->clause_relids);
 		int			single = (rels != 0 && (rels & (rels - 1)) == 0) ? ffs(rels) - 1 : -1;
 
+		/*
+		 * A pseudoconstant clause (outer parameters and constants only) is
+		 * the same for every tuple of a scan: PostgreSQL checks it once, in
+		 * a gating Result, and reads nothing when it fails; so does the
+		 * eddy (its One-Time Filter), where as a selection it let every
+		 * source be read, once per outer row in a correlated subquery.
+		 */
+		if (rinfo->pseudoconstant)
+		{
+			*one_time = lappend(*one_time, rinfo->clause);
+			continue;
+		}
 		sels->rinfos = lappend(sels->rinfos, rinfo);
 		sels->prereq_rels = lappend_int(sels->prereq_rels, single);
 	}
@@ -3219,11 +3234,19 @@ eddy_plan_join_path(PlannerInfo *root, RelOptInfo *joinrel,
 																	 * scan keeps */
 	bool		(*unique)[2] = palloc0(sizeof(bool[2]) * Max(list_length(jp->edges), 1));
 	Node	   *priv[EddyPrivNumItems];
+	List	   *one_time = NIL;
 
 	sources = make_sources(root, jp, custom_plans, &scan_tlist, &sels, scan_quals);
-	add_block_selections(jp, &sels);
+	add_block_selections(jp, &sels, &one_time);
 	modules = make_selection_modules(root, jp, &sels, &exprs);
 	modules = list_concat(modules, make_join_modules(root, jp, scan_quals, &exprs, unique));
+	if (one_time != NIL)
+	{
+		exprs = lappend(exprs, make_ands_explicit(one_time));
+		priv[EddyPrivOneTimeQual] = (Node *) makeInteger(list_length(exprs) - 1);
+	}
+	else
+		priv[EddyPrivOneTimeQual] = (Node *) makeInteger(-1);
 
 	priv[EddyPrivSources] = (Node *) sources;
 	priv[EddyPrivModules] = (Node *) modules;

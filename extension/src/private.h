@@ -39,6 +39,11 @@ typedef enum EddyPrivateIndex
 								 * last (parallel.c): 1, plus (shifted left
 								 * by 1) the bitmap of the sources one
 								 * process reads whole (claimed) */
+	EddyPrivOneTimeQual,		/* Integer: the index in custom_exprs of the
+								 * block's pseudoconstant clauses (ANDed),
+								 * evaluated once per scan before any source
+								 * is read, as PostgreSQL's gating Result
+								 * does; -1 if none */
 	EddyPrivNumItems
 } EddyPrivateIndex;
 
