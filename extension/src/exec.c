@@ -278,12 +278,14 @@ begin_sources(EddyState *es, List *descs, EState *estate, int eflags)
 		EddySource *src = &es->sources[i];
 		int			c;
 
+		/* an index-joined source: are its columns consecutive attributes? */
 		if (src->attnos == NULL || src->ncols == 0 || src->attnos[0] < 1)
 			continue;
-		src->attno_run = src->attnos[0];
 		for (c = 1; c < src->ncols; c++)
 			if (src->attnos[c] != src->attnos[0] + c)
-				src->attno_run = 0;
+				break;
+		if (c == src->ncols)
+			src->attno_run = src->attnos[0];
 	}
 }
 

@@ -41,7 +41,8 @@
  *	   relation does not get).
  *	 - Every other clause (non-hashable join clauses, clauses over three or
  *	   more relations, key clauses of edges outside the tree) is a
- *	   selection module, eligible once a tuple spans its relations.  Expensive restriction clauses of a scanned relation are
+ *	   selection module, eligible once a tuple spans its relations.
+ *	   Expensive restriction clauses of a scanned relation are
  *	   selections too, chosen as in selection eddies (the suffix of
  *	   PostgreSQL's order, plan.c); all restriction clauses of a relation
  *	   reached through an index are selections, since nothing scans it.
