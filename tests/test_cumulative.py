@@ -15,6 +15,7 @@ import pytest
 from eddytools.db import (
     explain_eddy,
     multiset,
+    routing_history,
     set_gucs,
     vanilla_multiset,
 )
@@ -28,17 +29,11 @@ def join_number(eddy: dict, a: str, b: str) -> int:
     return int(number)
 
 
-def history(eddy: dict) -> list[tuple[int, int]]:
-    return [(int(m), int(n)) for m, n in
-            (run.split(" x ") for run in eddy["Routing History"].split(", ")
-             if run != "...")]
-
-
-def last_choices(eddy: dict, tuples: int) -> dict[int, int]:
-    """First choices of the last ``tuples`` source tuples, per module."""
+def last_choices(eddy: dict, source: str, tuples: int) -> dict[int, int]:
+    """First choices of the last ``tuples`` tuples of ``source``, per module."""
     out: dict[int, int] = {}
     left = tuples
-    for module, n in reversed(history(eddy)):
+    for module, n in reversed(routing_history(eddy)[source]):
         take = min(n, left)
         out[module] = out.get(module, 0) + take
         left -= take
@@ -77,7 +72,7 @@ def test_middle_tuples_go_first_to_the_eliminating_join(eddy_conn):
     firsts = {int(op["Operator Number"]): op["Tuples First"] for op in eddy["Operators"]}
     assert firsts[rs] >= 500 + 0.95 * ELIM_ROWS, eddy["Operators"]
     assert firsts[st] <= 5000 + 0.05 * ELIM_ROWS, eddy["Operators"]
-    choices = last_choices(eddy, ELIM_ROWS)
+    choices = last_choices(eddy, "s", ELIM_ROWS)
     assert choices.get(rs, 0) >= 0.95 * ELIM_ROWS, choices
     assert multiset(conn.execute(ELIM_QUERY).fetchall()) == vanilla_multiset(conn, ELIM_QUERY)
 
@@ -117,7 +112,7 @@ def test_cumulative_and_rank_choose_differently(path4):
     for policy in ("rank", "cumulative"):
         eddy = explain_eddy(conn, PATH4_QUERY, routing_policy=policy)
         am, mb = join_number(eddy, "a", "m"), join_number(eddy, "m", "b")
-        choices = last_choices(eddy, PATH4_M)
+        choices = last_choices(eddy, "m", PATH4_M)
         chosen[policy] = am if choices.get(am, 0) >= 0.95 * PATH4_M else \
             mb if choices.get(mb, 0) >= 0.95 * PATH4_M else None
         assert multiset(conn.execute(PATH4_QUERY).fetchall()) == want, policy
@@ -145,7 +140,7 @@ def test_far_selections_count(path4):
     eddy = explain_eddy(conn, query, routing_policy="cumulative", selection_min_cost=0)
     assert any(op["Operator Type"] == "Selection" for op in eddy["Operators"])
     mb = join_number(eddy, "m", "b")
-    assert last_choices(eddy, PATH4_M).get(mb, 0) >= 0.95 * PATH4_M, eddy["Routing History"]
+    assert last_choices(eddy, "m", PATH4_M).get(mb, 0) >= 0.95 * PATH4_M, eddy["Routing History"]
     assert multiset(conn.execute(query).fetchall()) == want
 
 
@@ -207,12 +202,12 @@ def test_full_hold_keeps_the_initial_decisions(flip, policy):
     free = explain_eddy(conn, FLIP_QUERY, routing_policy=policy, source_delays="fs=300",
                         routing_hold="")
     assert "Routing Hold" not in free and "Hold Released At" not in free
-    assert len(last_choices(free, FLIP_ROWS)) == 2, free["Routing History"]
+    assert len(last_choices(free, "fs", FLIP_ROWS)) == 2, free["Routing History"]
 
     held = explain_eddy(conn, FLIP_QUERY, routing_policy=policy, source_delays="fs=300",
                         routing_hold="fs=100")
     assert held["Routing Hold"] == "fs 100%"
-    assert len(last_choices(held, FLIP_ROWS)) == 1, held["Routing History"]
+    assert len(last_choices(held, "fs", FLIP_ROWS)) == 1, held["Routing History"]
     routed = held["Tuples Routed"]
     released = held["Hold Released At"]
     # released when fs's 4,000th row was read: only that row and its ten

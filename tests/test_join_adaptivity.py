@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import pytest
 
-from eddytools.db import eddy_nodes, explain_json, set_gucs, sql_value
+from eddytools.db import eddy_nodes, explain_json, routing_history, set_gucs, sql_value
 
 DIM = 1000  # rows of r and of t
 ROWS = 40000  # rows of s
@@ -55,15 +55,12 @@ def join_modules(eddy: dict) -> dict[str, int]:
 
 
 def s_first_choices(eddy: dict) -> tuple[dict, dict]:
-    """From the routing history (runs of 'module x tuples' over every source
-    tuple, r's and t's first), the first choices of each half of s."""
-    runs = []
-    for run in eddy["Routing History"].split(", "):
-        module, tuples = run.split(" x ")
-        runs.append((int(module), int(tuples)))
-    assert sum(n for _, n in runs) == 2 * DIM + ROWS
+    """From s's routing history (runs of 'module x tuples' over its tuples
+    in the order read), the first choices of each half of s."""
+    runs = routing_history(eddy)["s"]
+    assert sum(n for _, n in runs) == ROWS
     halves: tuple[dict, dict] = ({}, {})
-    position = -2 * DIM  # r and t come first
+    position = 0
     for module, tuples in runs:
         lo, hi = position, position + tuples
         first = max(0, min(hi, HALF) - max(lo, 0))

@@ -19,7 +19,14 @@ from __future__ import annotations
 
 import pytest
 
-from eddytools.db import explain_eddy, multiset, plan_nodes, set_gucs, vanilla_multiset
+from eddytools.db import (
+    explain_eddy,
+    multiset,
+    plan_nodes,
+    routing_history,
+    set_gucs,
+    vanilla_multiset,
+)
 
 FACT = 20000
 DIM = 500
@@ -166,11 +173,12 @@ def test_the_routing_history_counts_every_first_choice(star, policy):
     operators count as their first choices: a run extends as the router
     notes each first choice, and closes into its target's count."""
     eddy = explain_eddy(star, QUERY, routing_policy=policy)
-    runs = [run.split(" x ") for run in eddy["Routing History"].split(", ")]
-    assert runs and all(len(r) == 2 for r in runs), eddy["Routing History"]
+    lanes = routing_history(eddy)
+    assert lanes and all(lanes.values()), eddy["Routing History"]
     by_module: dict[int, int] = {}
-    for module, tuples in runs:
-        by_module[int(module)] = by_module.get(int(module), 0) + int(tuples)
+    for runs in lanes.values():
+        for module, tuples in runs:
+            by_module[module] = by_module.get(module, 0) + tuples
     firsts = {op["Operator Number"]: op["Tuples First"] for op in eddy["Operators"]
               if op["Tuples First"] > 0}
     assert by_module == firsts

@@ -13,7 +13,7 @@ import time
 import psycopg
 import pytest
 
-from eddytools.db import eddy_nodes, explain_json, multiset, set_gucs, sql_value
+from eddytools.db import eddy_nodes, explain_json, multiset, routing_history, set_gucs, sql_value
 from eddytools.joingen import wisconsin_join_ddl, wisconsin_join_query
 
 DIM = 500
@@ -38,11 +38,16 @@ def path3(eddy_conn):
     return conn
 
 
-def history(eddy: dict) -> list[tuple[int, int]]:
-    """Runs of 'module x tuples' (a history past 1,000 runs ends in '...')."""
-    return [(int(m), int(n)) for m, n in
-            (run.split(" x ") for run in eddy["Routing History"].split(", ")
-             if run != "...")]
+def firsts_per_source(eddy: dict) -> dict[str, int]:
+    """Tuples of each source in its routing history."""
+    return {name: sum(n for _, n in runs) for name, runs in routing_history(eddy).items()}
+
+
+def stair(eddy: dict, key: str) -> dict:
+    """The counters of the STAIR on ``key`` (``"s.rid"``)."""
+    (found,) = [st for op in eddy["Operators"] for st in op.get("STAIRs", [])
+                if st["STAIR"] == key]
+    return found
 
 
 def join_number(eddy: dict, alias: str) -> int:
@@ -64,31 +69,51 @@ def analyze(conn, **settings) -> tuple[dict, dict]:
 
 
 def test_build_order_reads_one_source_after_another(path3):
-    """The default reads r and t, then s: three runs of first choices, and
-    the settings' listing is absent from EXPLAIN."""
+    """The default reads r and t, then s (whose tuples then only probe):
+    one run of first choices per source, and the settings' listing is
+    absent from EXPLAIN."""
     plan, eddy = analyze(path3)
     assert "Source Schedule" not in eddy
-    runs = history(eddy)
-    assert len(runs) <= 3 and runs[-1][1] >= ROWS  # s last (its run may merge with r's or t's)
-    assert sum(n for _, n in runs) == 2 * DIM + ROWS
+    runs = routing_history(eddy)
+    assert firsts_per_source(eddy) == {"r": DIM, "s": ROWS, "t": DIM}
+    assert all(len(lane) == 1 for lane in runs.values()), runs  # fixed routing
+    # s last: r and t were read to their ends first, so no s tuple is stored
+    for key in ("s.rid", "s.tid"):
+        assert stair(eddy, key)["Inserted"] == 0 and stair(eddy, key)["Skipped"] > 0, key
     assert plan["Plans"][0]["Actual Rows"] == ROWS // 2  # s rows with rid < DIM
 
 
 def test_proportional_schedule_interleaves_and_ends_together(path3):
     """Under the proportional schedule every source is read in full,
-    interleaved at rates proportional to the planner's rows: the first
-    choices alternate between the joins many times, and the answer is
-    vanilla's."""
+    interleaved at rates proportional to the planner's rows: s's tuples
+    come while r and t still have rows to give, so they are stored, and the
+    answer is vanilla's."""
     _, eddy = analyze(path3, source_schedule="proportional")
     assert eddy["Source Schedule"] == "proportional"
     assert tuples_read(eddy) == {"r": DIM, "s": ROWS, "t": DIM}
-    runs = history(eddy)
-    assert len(runs) > 50, runs[:10]
-    # both joins take first choices from the start: r and t are not read first
-    assert len({m for m, _ in runs[:20]}) == 2, runs[:20]
+    assert firsts_per_source(eddy) == {"r": DIM, "s": ROWS, "t": DIM}
+    # one run per source however the sources interleave (fixed routing)
+    assert all(len(lane) == 1 for lane in routing_history(eddy).values()), \
+        eddy["Routing History"]
+    # r is not read first: s tuples without an r partner yet are stored (a
+    # tuple that finds its one partner in a unique side is not, as in t's join)
+    assert stair(eddy, "s.rid")["Inserted"] > ROWS // 2
     answer = sql_value(path3, QUERY)
     set_gucs(path3, enabled="off")
     assert sql_value(path3, QUERY) == answer
+
+
+@pytest.mark.parametrize("state_mode", ["stairs", "stems"])
+def test_the_routing_history_counts_each_sources_tuples_once(path3, state_mode):
+    """Per source, the history's runs add up to the tuples it read and the
+    joins' first-choice counters to the same total, with state migrated
+    every 50 points of stasis (its replays are not first choices)."""
+    _, eddy = analyze(path3, source_schedule="proportional", routing_policy="rank",
+                      migration="greedy", debug_migrate_every=50, state_mode=state_mode)
+    assert firsts_per_source(eddy) == tuples_read(eddy) == {"r": DIM, "s": ROWS, "t": DIM}
+    assert sum(op["Tuples First"] for op in eddy["Operators"]) == 2 * DIM + ROWS
+    if state_mode == "stairs":
+        assert eddy["Migrations"] > 0
 
 
 def test_a_source_whose_clauses_the_eddy_runs_is_paced_by_its_scan(path3):
@@ -161,14 +186,14 @@ def test_source_rates_change_the_interleaving(path3):
 
 
 def test_a_delayed_source_does_not_block_the_others(path3):
-    """With r held back for 300 ms, the eddy reads t and s first (its first
-    choices start with t's join, not r's), and the answer is unchanged."""
+    """With r held back for 300 ms, the eddy reads t and s first (they are
+    stored, r's tuples then only probe), and the answer is unchanged."""
     plan, eddy = analyze(path3, source_delays="r=300")
     assert eddy["Source Schedule"] == "build (r delay 300 ms)"
-    runs = history(eddy)
-    assert runs[0][0] == join_number(eddy, "t")
-    assert runs[-1][0] == join_number(eddy, "r")
-    assert runs[-1][1] >= DIM
+    assert routing_history(eddy)["r"] == [(join_number(eddy, "r"), DIM)]
+    # r read last: t and s are stored, r never is
+    assert stair(eddy, "r.id")["Inserted"] == 0 and stair(eddy, "r.id")["Skipped"] == DIM
+    assert stair(eddy, "t.id")["Inserted"] == DIM and stair(eddy, "s.rid")["Inserted"] > 0
     assert tuples_read(eddy) == {"r": DIM, "s": ROWS, "t": DIM}
     assert plan["Plans"][0]["Actual Rows"] == ROWS // 2  # s rows with rid < DIM
 

@@ -840,7 +840,7 @@ route_locally(EddyState *es, int i, EddySource *src, TupleTableSlot *slot,
 	ExecStoreVirtualTuple(wide);
 	es->loaded[i] = NULL;		/* no row's: the caller sets it */
 	es->current_fresh = false;
-	EddyRouterNoteFirst(router, src->local_chain[0]);
+	EddyRouterNoteFirst(router, i, src->local_chain[0]);
 	econtext->ecxt_scantuple = wide;
 	for (k = 0; k < src->local_len; k++)
 	{
@@ -927,7 +927,7 @@ local_probe_misses(EddyLocalQual *lq, EddySource *src, ExprContext *econtext,
 		tg->stats->samples++;
 	}
 	if (!lq->noted)
-		EddyRouterNoteFirst(&es->router, src->local_next);
+		EddyRouterNoteFirst(&es->router, lq->source, src->local_next);
 	return true;
 }
 
@@ -996,7 +996,7 @@ local_qual_eval(ExprState *state, ExprContext *econtext, bool *isnull)
 	}
 	lq->noted = src->local_len > 0;
 	if (lq->noted)
-		EddyRouterNoteFirst(&es->router, src->local_chain[0]);
+		EddyRouterNoteFirst(&es->router, lq->source, src->local_chain[0]);
 	if (likely(!timed))
 	{
 		for (k = 0; k < src->local_len; k++)
@@ -1219,11 +1219,15 @@ EddySaveCounters(EddyState *es, EddySavedCounters *saved)
 	int			m;
 	int			s;
 
-	EddyRouterCloseRun(&es->router);	/* its tuples into the counters */
-	saved->nhistory = es->router.nhistory;
-	saved->last_run_tuples = es->router.nhistory > 0 ?
-		es->router.history[es->router.nhistory - 1].tuples : 0;
-	saved->history_truncated = es->router.history_truncated;
+	EddyRouterCloseRuns(&es->router);	/* their tuples into the counters */
+	saved->lanes = palloc(sizeof(EddyHistoryLane) * es->router.nlanes);
+	memcpy(saved->lanes, es->router.lanes,
+		   sizeof(EddyHistoryLane) * es->router.nlanes);
+	saved->last_run_tuples = palloc0(sizeof(uint64) * es->router.nlanes);
+	for (s = 0; s < es->router.nlanes; s++)
+		if (saved->lanes[s].nruns > 0)
+			saved->last_run_tuples[s] =
+				saved->lanes[s].runs[saved->lanes[s].nruns - 1].tuples;
 	saved->stats = palloc(sizeof(EddyModuleStats) * 2 * es->nmodules);
 	saved->stairs = palloc0(sizeof(uint64) * 4 * 2 * es->nmodules);
 	for (m = 0; m < es->nmodules; m++)
@@ -1251,13 +1255,22 @@ EddyRestoreCounters(EddyState *es, EddySavedCounters *saved)
 	int			m;
 	int			s;
 
-	/* the replay's first choices are forgotten, as its counts are */
-	es->router.open_target = -1;
-	es->router.open_tuples = 0;
-	es->router.nhistory = saved->nhistory;
-	if (saved->nhistory > 0)
-		es->router.history[saved->nhistory - 1].tuples = saved->last_run_tuples;
-	es->router.history_truncated = saved->history_truncated;
+	/*
+	 * The replay's first choices are forgotten, as its counts are: each
+	 * lane's runs as they were (an array the replay grew is kept), no open
+	 * run.
+	 */
+	for (s = 0; s < es->router.nlanes; s++)
+	{
+		EddyHistoryLane *l = &es->router.lanes[s];
+
+		l->nruns = saved->lanes[s].nruns;
+		if (l->nruns > 0)
+			l->runs[l->nruns - 1].tuples = saved->last_run_tuples[s];
+		l->truncated = saved->lanes[s].truncated;
+		l->open_target = -1;
+		l->open_tuples = 0;
+	}
 	for (m = 0; m < es->nmodules; m++)
 	{
 		memcpy(es->modules[m]->stats, &saved->stats[2 * m], sizeof(EddyModuleStats) * 2);
@@ -1500,7 +1513,8 @@ route_current(EddyState *es)
 		if (es->current_fresh)
 		{
 			es->current_fresh = false;
-			EddyRouterNoteFirst(router, target);
+			/* a fresh tuple spans its source alone */
+			EddyRouterNoteFirst(router, pg_rightmost_one_pos32(t->spans), target);
 		}
 		if (unlikely(es->unbuilt) && m->filter == NULL)
 		{

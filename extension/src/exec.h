@@ -535,9 +535,8 @@ typedef struct EddySavedCounters
 	uint64	   *stairs;			/* per module and side: inserted, probed,
 								 * matched, skipped */
 	double		nfiltered1;
-	int			nhistory;		/* the router's history of first choices */
-	uint64		last_run_tuples;
-	bool		history_truncated;
+	EddyHistoryLane *lanes;		/* the router's history of first choices */
+	uint64	   *last_run_tuples;	/* per lane */
 } EddySavedCounters;
 
 extern void EddySaveCounters(EddyState *es, EddySavedCounters *saved);

@@ -148,36 +148,39 @@ int_list_string(List *list)
 	return buf.data;
 }
 
-/* Runs of "module x tuples" of the history of first choices */
-static char *
-history_string(EddyState *es)
+/*
+ * Runs of "module x tuples" of one lane of the history of first choices,
+ * appended to buf
+ */
+static void
+lane_string(EddyState *es, int lane, StringInfo buf)
 {
 	EddyRouter *router = &es->router;
-	StringInfoData buf;
+	EddyHistoryLane *l = &router->lanes[lane];
 	int			last = -1;
 	uint64		run = 0;
+	bool		any = false;
 	int			i;
 
-	initStringInfo(&buf);
-	for (i = 0; i <= router->nhistory + 1; i++)
+	for (i = 0; i <= l->nruns + 1; i++)
 	{
 		int			module;
 		uint64		tuples;
 
-		if (i < router->nhistory)
+		if (i < l->nruns)
 		{
-			module = es->targets[router->history[i].target].module + 1;
-			tuples = router->history[i].tuples;
+			module = es->targets[l->runs[i].target].module + 1;
+			tuples = l->runs[i].tuples;
 		}
-		else if (i == router->nhistory)
+		else if (i == l->nruns)
 		{
 			/* the open run, unless runs before it were left out */
-			if (router->open_target < 0 || router->history_truncated)
+			if (l->open_target < 0 || l->truncated)
 				continue;
-			module = es->targets[router->open_target].module + 1;
-			tuples = router->open_tuples;
+			module = es->targets[l->open_target].module + 1;
+			tuples = l->open_tuples;
 		}
-		else if (router->chain_len >= 0 && router->epoch_first >= 0)
+		else if (lane == 0 && router->chain_len >= 0 && router->epoch_first >= 0)
 		{
 			/* the open epoch of a chain */
 			module = es->targets[router->epoch_first].module + 1;
@@ -193,16 +196,57 @@ history_string(EddyState *es)
 			continue;
 		}
 		if (last >= 0)
-			appendStringInfo(&buf, "%s%d x " UINT64_FORMAT,
-							 buf.len > 0 ? ", " : "", last, run);
+		{
+			appendStringInfo(buf, "%s%d x " UINT64_FORMAT, any ? ", " : "",
+							 last, run);
+			any = true;
+		}
 		last = module;
 		run = tuples;
 	}
 	if (last >= 0)
-		appendStringInfo(&buf, "%s%d x " UINT64_FORMAT,
-						 buf.len > 0 ? ", " : "", last, run);
-	if (router->history_truncated)
-		appendStringInfoString(&buf, ", ...");
+		appendStringInfo(buf, "%s%d x " UINT64_FORMAT, any ? ", " : "",
+						 last, run);
+	if (l->truncated)
+		appendStringInfoString(buf, ", ...");
+}
+
+/*
+ * The history of first choices: one eddy source's runs, or with several
+ * scanned sources each one's, named ("r: 1 x 500; s: 2 x 300, 1 x 700")
+ */
+static char *
+history_string(EddyState *es)
+{
+	StringInfoData buf;
+	int			nscanned = 0;
+	int			i;
+
+	initStringInfo(&buf);
+	for (i = 0; i < es->nsources; i++)
+		if (es->sources[i].method == EDDY_SOURCE_SCAN)
+			nscanned++;
+	if (nscanned <= 1)
+	{
+		/* only the scanned source has first choices */
+		for (i = 0; i < es->router.nlanes && buf.len == 0; i++)
+			lane_string(es, i, &buf);
+		return buf.data;
+	}
+	for (i = 0; i < es->router.nlanes && i < es->nsources; i++)
+	{
+		StringInfoData lane;
+
+		if (es->sources[i].method != EDDY_SOURCE_SCAN)
+			continue;
+		initStringInfo(&lane);
+		lane_string(es, i, &lane);
+		if (lane.len == 0)
+			continue;
+		appendStringInfo(&buf, "%s%s: %s", buf.len > 0 ? "; " : "",
+						 es->sources[i].name ? es->sources[i].name : "?",
+						 lane.data);
+	}
 	return buf.data;
 }
 

@@ -115,10 +115,15 @@
  * walks instead of the table; "first" is then counted per epoch.
  *
  * The history of first choices is kept run-length encoded for EXPLAIN
- * ANALYZE VERBOSE.  Its last run is open: a source tuple whose first choice
- * is that run's adds one to it (EddyRouterNoteFirst), and its target's
- * "first" counter gets the run's tuples when the run closes, so the hot
- * path touches one counter in the router and no target's statistics.
+ * ANALYZE VERBOSE, one lane per source: an eddy interleaves its sources
+ * (eddy.source_schedule = proportional), and one history over all of them
+ * would be a run per tuple or two, where each source's first choice stays
+ * the same for thousands.  A lane's last run is open: a tuple of the
+ * source whose first choice is that run's adds one to it
+ * (EddyRouterNoteFirst), and its target's "first" counter gets the run's
+ * tuples when the run closes, so the hot path touches one counter in the
+ * router and no target's statistics.  A lane keeps at most
+ * EDDY_MAX_HISTORY_RUNS runs; its array grows as runs close.
  *
  *-------------------------------------------------------------------------
  */
@@ -176,8 +181,11 @@ EddyRouterInit(EddyRouter *router, EddyRouteTarget *targets, int ntargets,
 	router->epoch = 0;			/* the first computation makes it 1 */
 	router->until_reopt = reopt_frequency;
 	router->epoch_first = -1;
-	router->open_target = -1;
-	router->history = palloc(EDDY_MAX_HISTORY_RUNS * sizeof(EddyHistoryRun));
+	router->nlanes = Max(nsources, 1);
+	router->lanes = palloc0(sizeof(EddyHistoryLane) * router->nlanes);
+	for (i = 0; i < router->nlanes; i++)
+		router->lanes[i].open_target = -1;
+	router->history_cxt = CurrentMemoryContext;
 	pg_prng_seed(&router->rng, seed);
 	router->nsources = nsources;
 	router->source_rows = source_rows;
@@ -465,49 +473,71 @@ score_targets(EddyRouter *router)
 		score_cumulative(router);	/* a chain has no joins */
 }
 
-/*
- * Close the open run of first choices: its tuples go to its target's
- * counter and to the closed runs.
- */
-void
-EddyRouterCloseRun(EddyRouter *router)
+/* Close a lane's open run: its tuples go to its target's counter and runs */
+static void
+close_run(EddyRouter *router, int lane)
 {
-	int			target = router->open_target;
-	uint64		tuples = router->open_tuples;
+	EddyHistoryLane *l = &router->lanes[lane];
+	int			target = l->open_target;
+	uint64		tuples = l->open_tuples;
 
-	router->open_target = -1;
-	router->open_tuples = 0;
+	l->open_target = -1;
+	l->open_tuples = 0;
 	if (target < 0 || tuples == 0)
 		return;
 	router->targets[target].stats->first += tuples;
-	EddyRouterHistoryAppend(router, target, tuples);
+	EddyRouterHistoryAppend(router, lane, target, tuples);
 }
 
-/* A first choice other than the open run's: close it, open one for target */
+/* Close every lane's open run (before the counters are read or saved) */
 void
-EddyRouterOpenRun(EddyRouter *router, int target)
+EddyRouterCloseRuns(EddyRouter *router)
 {
-	EddyRouterCloseRun(router);
-	router->open_target = target;
-	router->open_tuples = 1;
+	int			lane;
+
+	for (lane = 0; lane < router->nlanes; lane++)
+		close_run(router, lane);
 }
 
-/* Append a run of first choices to the closed runs of the history. */
+/* A first choice other than the lane's open run's: close it, open target's */
 void
-EddyRouterHistoryAppend(EddyRouter *router, int target, uint64 tuples)
+EddyRouterOpenRun(EddyRouter *router, int lane, int target)
 {
-	Assert(router->open_target < 0);
-	if (router->nhistory > 0 &&
-		router->history[router->nhistory - 1].target == target)
-		router->history[router->nhistory - 1].tuples += tuples;
-	else if (router->nhistory < EDDY_MAX_HISTORY_RUNS)
+	close_run(router, lane);
+	router->lanes[lane].open_target = target;
+	router->lanes[lane].open_tuples = 1;
+}
+
+/* Append a run of first choices to the closed runs of a lane. */
+void
+EddyRouterHistoryAppend(EddyRouter *router, int lane, int target,
+						uint64 tuples)
+{
+	EddyHistoryLane *l = &router->lanes[lane];
+
+	Assert(l->open_target < 0);
+	if (l->nruns > 0 && l->runs[l->nruns - 1].target == target)
 	{
-		router->history[router->nhistory].target = target;
-		router->history[router->nhistory].tuples = tuples;
-		router->nhistory++;
+		l->runs[l->nruns - 1].tuples += tuples;
+		return;
 	}
-	else
-		router->history_truncated = true;
+	if (l->nruns == EDDY_MAX_HISTORY_RUNS)
+	{
+		l->truncated = true;
+		return;
+	}
+	if (l->nruns == l->maxruns)
+	{
+		int			grown = Min(Max(l->maxruns * 2, 16), EDDY_MAX_HISTORY_RUNS);
+
+		l->runs = l->runs == NULL ?
+			MemoryContextAlloc(router->history_cxt, grown * sizeof(EddyHistoryRun)) :
+			repalloc(l->runs, grown * sizeof(EddyHistoryRun));
+		l->maxruns = grown;
+	}
+	l->runs[l->nruns].target = target;
+	l->runs[l->nruns].tuples = tuples;
+	l->nruns++;
 }
 
 /* Chain: account the epoch that just ended to its first choice. */
@@ -516,11 +546,11 @@ close_epoch(EddyRouter *router)
 {
 	uint64		tuples = router->routed - router->epoch_start;
 
-	EddyRouterCloseRun(router);
+	EddyRouterCloseRuns(router);
 	if (router->epoch_first >= 0 && tuples > 0)
 	{
 		router->targets[router->epoch_first].stats->first += tuples;
-		EddyRouterHistoryAppend(router, router->epoch_first, tuples);
+		EddyRouterHistoryAppend(router, 0, router->epoch_first, tuples);
 	}
 	router->epoch_start = router->routed;
 	router->epoch_first = -1;
@@ -554,16 +584,18 @@ EddyRouterSyncChain(EddyRouter *router)
 }
 
 /*
- * Source tuples for which target was the first choice, the open run and
+ * Source tuples for which target was the first choice, the open runs and
  * the open epoch included
  */
 uint64
 EddyRouterFirst(EddyRouter *router, int target)
 {
 	uint64		first = router->targets[target].stats->first;
+	int			lane;
 
-	if (target == router->open_target)
-		first += router->open_tuples;
+	for (lane = 0; lane < router->nlanes; lane++)
+		if (router->lanes[lane].open_target == target)
+			first += router->lanes[lane].open_tuples;
 	if (router->chain_len >= 0 && target == router->epoch_first)
 		first += EddyRouterRouted(router) - router->epoch_start;
 	return first;

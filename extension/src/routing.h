@@ -92,8 +92,26 @@ typedef struct EddyHistoryRun
 	uint64		tuples;
 } EddyHistoryRun;
 
+/*
+ * The history of one source's first choices (a lane: the tuples of one
+ * source, which an eddy interleaves with the others'), run-length encoded:
+ * the closed runs, then the open one (open_target, -1 if none; its tuples
+ * are not yet in its target's stats->first), which EddyRouterNoteFirst
+ * extends.
+ */
+typedef struct EddyHistoryLane
+{
+	EddyHistoryRun *runs;		/* grown as needed, up to
+								 * EDDY_MAX_HISTORY_RUNS */
+	int			nruns;
+	int			maxruns;
+	bool		truncated;		/* runs past EDDY_MAX_HISTORY_RUNS left out */
+	int			open_target;
+	uint64		open_tuples;
+} EddyHistoryLane;
+
 #define EDDY_ROUTE_OUTPUT		(-1)	/* routing decision: emit the tuple */
-#define EDDY_MAX_HISTORY_RUNS	1000
+#define EDDY_MAX_HISTORY_RUNS	1000	/* per lane */
 
 /*
  * The rows a source has given so far (the cumulative policy's |S_tau|),
@@ -201,15 +219,12 @@ typedef struct EddyRouter
 	uint64		released_at;	/* tuples routed at the release */
 
 	/*
-	 * The history of first choices, run-length encoded: the closed runs,
-	 * then the open one (open_target, -1 if none; its tuples are not yet in
-	 * its target's stats->first), which EddyRouterNoteFirst extends.
+	 * The history of first choices, one lane per source (a chain's is lane
+	 * 0), its runs allocated in history_cxt.
 	 */
-	EddyHistoryRun *history;
-	int			nhistory;
-	bool		history_truncated;
-	int			open_target;
-	uint64		open_tuples;
+	int			nlanes;
+	EddyHistoryLane *lanes;
+	MemoryContext history_cxt;
 } EddyRouter;
 
 extern void EddyRouterInit(EddyRouter *router, EddyRouteTarget *targets,
@@ -223,9 +238,10 @@ extern int	EddyRouterChoose(EddyRouter *router, uint32 spans, uint64 done);
 extern int	EddyRouterLookup(EddyRouter *router, uint32 spans, uint64 done);
 extern void EddyRouterReoptimize(EddyRouter *router);
 extern void EddyRouterSetPolicy(EddyRouter *router, EddyRoutingPolicy policy);
-extern void EddyRouterHistoryAppend(EddyRouter *router, int target, uint64 tuples);
-extern void EddyRouterOpenRun(EddyRouter *router, int target);
-extern void EddyRouterCloseRun(EddyRouter *router);
+extern void EddyRouterHistoryAppend(EddyRouter *router, int lane, int target,
+									uint64 tuples);
+extern void EddyRouterOpenRun(EddyRouter *router, int lane, int target);
+extern void EddyRouterCloseRuns(EddyRouter *router);
 extern uint64 EddyRouterFirst(EddyRouter *router, int target);
 extern void EddyRouterSyncChain(EddyRouter *router);
 
@@ -274,17 +290,21 @@ EddyRoute(EddyRouter *router, uint32 spans, uint64 done)
 }
 
 /*
- * A source tuple's first choice (not in chain mode, which counts per
- * epoch): one more tuple of the open run of the history, where it usually
- * is; else that run is closed and a new one opened (EddyRouterOpenRun).
+ * The first choice of a tuple of source lane (not in chain mode, which
+ * counts per epoch): one more tuple of the lane's open run, where it
+ * usually is; else that run is closed and a new one opened
+ * (EddyRouterOpenRun).
  */
 static inline void
-EddyRouterNoteFirst(EddyRouter *router, int target)
+EddyRouterNoteFirst(EddyRouter *router, int lane, int target)
 {
-	if (likely(router->open_target == target))
-		router->open_tuples++;
+	EddyHistoryLane *l = &router->lanes[lane];
+
+	Assert(lane >= 0 && lane < router->nlanes);
+	if (likely(l->open_target == target))
+		l->open_tuples++;
 	else
-		EddyRouterOpenRun(router, target);
+		EddyRouterOpenRun(router, lane, target);
 }
 
 #endif							/* EDDY_ROUTING_H */

@@ -82,6 +82,20 @@ def explain_eddy(conn: psycopg.Connection, query: str, **settings: Any) -> dict:
     return eddies[0]
 
 
+def routing_history(eddy: dict) -> dict[str, list[tuple[int, int]]]:
+    """An eddy's Routing History (EXPLAIN ANALYZE VERBOSE): per scanned
+    source, by name, its runs of (operator number, tuples) in the order
+    its tuples were read; the key is "" where the eddy has one scanned
+    source and the history names none.  A source's history past 1,000 runs
+    ends in "...", left out here."""
+    out: dict[str, list[tuple[int, int]]] = {}
+    for lane in eddy["Routing History"].split("; "):
+        name, _, runs = lane.rpartition(": ")
+        out[name] = [(int(m), int(n)) for m, n in
+                     (run.split(" x ") for run in runs.split(", ") if run != "...")]
+    return out
+
+
 def set_core_gucs(conn: psycopg.Connection, settings: dict[str, str]) -> None:
     """SET each of PostgreSQL's own settings in ``settings`` for the session
     (PARALLEL_FORCED, enable_hashjoin, ...)."""
