@@ -431,3 +431,45 @@ def plan_nodes_by_relation(node: dict) -> dict[str, dict]:
 
 def _rows(conn, table: str) -> int:
     return conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+
+
+# ---------------------------------------------------------------------------
+# Rescanned blocks
+# ---------------------------------------------------------------------------
+
+# A correlated subquery's block runs once per outer row, and its eddy reads
+# every source again each time: a source read through a Gather would launch
+# its workers again each time (fuzzer seed 1201: 1,200 workers in 300 loops).
+RESCANNED = """
+CREATE TABLE co AS SELECT g AS id FROM generate_series(1, 60) g;
+CREATE TABLE ca AS SELECT g AS id, g % 50 AS x FROM generate_series(1, 2000) g;
+CREATE TABLE cb AS SELECT g AS id, g % 50 AS x, g % 70 AS y FROM generate_series(1, 2000) g;
+CREATE TABLE cc AS SELECT g AS id, g % 70 AS y FROM generate_series(1, 2000) g;
+ANALYZE co, ca, cb, cc;
+"""
+RESCANNED_BLOCK = ("SELECT count(*) AS n FROM ca, cb, cc WHERE ca.x = cb.x AND cb.y = cc.y "
+                   "AND ca.id = co.id AND delay(cc.id, 0) > cb.id")
+RESCANNED_QUERIES = [
+    f"SELECT co.id, ({RESCANNED_BLOCK}) FROM co",
+    f"SELECT co.id, s.n FROM co, LATERAL ({RESCANNED_BLOCK}) s",
+]
+
+
+@pytest.mark.parametrize("query", RESCANNED_QUERIES, ids=["subplan", "lateral"])
+def test_a_rescanned_blocks_eddy_reads_no_source_through_a_gather(eddy_conn, query):
+    """With parallel plans forced, the eddy of a block that runs once per
+    outer row reads its sources through serial scans, once per row, and
+    returns PostgreSQL's rows; run once, the same block runs in parallel."""
+    conn = eddy_conn
+    conn.execute(RESCANNED)
+    set_gucs(conn, join_method="hash")
+    want = _vanilla(conn, query)
+    _set(conn, PARALLEL_FORCED)
+    (eddy,) = eddy_nodes(explain_json(conn, query, analyze=True))
+    kinds = [child["Node Type"] for child in eddy["Plans"]]
+    assert len(kinds) == 3 and not {"Gather", "Gather Merge"} & set(kinds), kinds
+    assert eddy["Actual Loops"] == 60
+    assert multiset(conn.execute(query).fetchall()) == want
+    once = explain_json(conn, RESCANNED_BLOCK.replace("ca.id = co.id", "ca.id < 60"))
+    assert eddy_nodes(once)
+    assert any(n["Node Type"] == "Gather" for n in plan_nodes(once))

@@ -991,22 +991,56 @@ path_projects(Path *path)
 }
 
 /*
+ * Will the block run once for each row of a query above it: does its query
+ * level, or one above it, take parameters from the level above (a
+ * correlated subquery, a LATERAL one)?  The parameters a subquery needs are
+ * collected in the plan_params of the level they come from while the
+ * subquery is planned (subselect.c), and a subquery of a subquery that runs
+ * once per row runs at least as often.
+ */
+static bool
+block_rescanned(PlannerInfo *root)
+{
+	PlannerInfo *p;
+
+	for (p = root->parent_root; p != NULL; p = p->parent_root)
+		if (p->plan_params != NIL)
+			return true;
+	return false;
+}
+
+static bool
+is_gather(Path *path)
+{
+	return IsA(path, GatherPath) || IsA(path, GatherMergePath);
+}
+
+/*
  * The source path of a scanned relation: its cheapest unparameterized path,
  * or, when the eddy needs columns beyond the relation's target, the
  * cheapest unparameterized one that computes its target list (a Gather or
  * an Append returns what its children return, nothing more); for a
- * parallel eddy, the cheapest parallel-safe one (not a Gather).
+ * parallel eddy, the cheapest parallel-safe one (not a Gather).  In a block
+ * that runs once per outer row (rescanned), a Gather only where no other
+ * path will do: a rescanned eddy reads every source again each time, and a
+ * Gather launches its workers again each time (the planner costs one
+ * launch; with parallel_setup_cost = 0, the fuzzer's seed 1201 found an
+ * EXISTS whose eddy launched 1,200 workers in 300 loops, where PostgreSQL's
+ * nested loop kept one of its two Gathers under a Material).
  */
 static Path *
-source_path(RelOptInfo *rel, bool needs_projection, bool parallel_safe)
+source_path(RelOptInfo *rel, bool needs_projection, bool parallel_safe,
+			bool rescanned)
 {
 	Path	   *best = NULL;
+	Path	   *best_gather = NULL;
 	ListCell   *lc;
 
 	if (rel->cheapest_total_path != NULL &&
 		rel->cheapest_total_path->param_info == NULL &&
 		(!needs_projection || path_projects(rel->cheapest_total_path)) &&
-		(!parallel_safe || rel->cheapest_total_path->parallel_safe))
+		(!parallel_safe || rel->cheapest_total_path->parallel_safe) &&
+		(!rescanned || !is_gather(rel->cheapest_total_path)))
 		return rel->cheapest_total_path;
 	foreach(lc, rel->pathlist)
 	{
@@ -1015,10 +1049,16 @@ source_path(RelOptInfo *rel, bool needs_projection, bool parallel_safe)
 		if (p->param_info != NULL || (needs_projection && !path_projects(p)) ||
 			(parallel_safe && !p->parallel_safe))
 			continue;
+		if (rescanned && is_gather(p))
+		{
+			if (best_gather == NULL || p->total_cost < best_gather->total_cost)
+				best_gather = p;
+			continue;
+		}
 		if (best == NULL || p->total_cost < best->total_cost)
 			best = p;
 	}
-	return best;
+	return best != NULL ? best : best_gather;
 }
 
 /* ----------------------------------------------------------------
@@ -1416,7 +1456,8 @@ columns_and_source_paths(PlannerInfo *root, EddyJoinPath *jp, Path **children)
 		if (jp->scanned[i])
 		{
 			children[i] = source_path(rel, list_length(target->exprs) >
-									  list_length(rel->reltarget->exprs), false);
+									  list_length(rel->reltarget->exprs), false,
+									  block_rescanned(root));
 			if (children[i] == NULL)
 			{
 				elog(DEBUG1, "eddy: join block not used: no unparameterized path that returns the columns a relation must provide");
@@ -2169,7 +2210,7 @@ parallel_safe_source(EddyJoinPath *jp, Path **children, int i)
 	return source_path(jp->rels[i],
 					   list_length(jp->targets[i]->exprs) >
 					   list_length(jp->rels[i]->reltarget->exprs),
-					   true);
+					   true, false);
 }
 
 /*
