@@ -21,7 +21,8 @@
  *	 - which joins it made as index nested loops (eddy.join_method = auto):
  *	   a parameterized index, index-only or bitmap heap scan on the inner
  *	   side (parameterized_index);
- *	 - the scan of each relation (its cheapest unparameterized path), which
+ *	 - the scan of each relation (its cheapest unparameterized path; not a
+ *	   Gather in a block that runs once per outer row, source_path), which
  *	   becomes the eddy's source for it.
  *
  * Modules (the EddyJoins architecture of the overhead study, with the join
