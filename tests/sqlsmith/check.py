@@ -39,6 +39,10 @@ PSQL_ERROR = re.compile(r"^(?:psql:[^\n]*?)?ERROR:  (?:(?P<state>[0-9A-Z]{5}): )
                         re.M)
 EDDY = re.compile(r"\beddy", re.I)
 RERUNS_PER_MESSAGE = 5
+# Re-runs with eddy.enabled = off of a statement whose error came back
+# neither with eddies off nor on (not deterministic: TABLESAMPLE without
+# REPEATABLE samples other blocks each time, random())
+NONDETERMINISTIC_RERUNS = 20
 # The documented limit of join state, until eddies spill to disk (issue #13):
 # listed with the statements that hit it, not a failure.
 
@@ -126,6 +130,12 @@ def run_psql(psql: str, dsn: str, sql: str, timeout: float = 120) -> tuple[int, 
         return p.returncode, p.stdout, p.stderr
     except subprocess.TimeoutExpired:
         return -1, "", "psql timed out"
+
+
+def same_error(result: dict, state: str, msg: str) -> bool:
+    """Did a re-run (rerun) raise the error of SQLSTATE state and message msg
+    (normalised)?"""
+    return result.get("state") == state and normalise(result.get("message", "")) == msg
 
 
 def rerun(psql: str, dsn: str, statement: str, eddy: bool) -> dict:
@@ -303,10 +313,28 @@ def main(argv: list[str] | None = None) -> int:
                 verdicts.append("extension")
                 continue
             off = s["eddy_off"] = rerun(args.psql, args.dsn, s["statement"], eddy=False)
-            if off.get("state") == state and normalise(off.get("message", "")) == msg:
+            if same_error(off, state, msg):
                 verdicts.append("postgresql")
                 continue
-            s["eddy_on_again"] = rerun(args.psql, args.dsn, s["statement"], eddy=True)
+            again = s["eddy_on_again"] = rerun(args.psql, args.dsn, s["statement"], eddy=True)
+            if not same_error(again, state, msg):
+                # Not deterministic: PostgreSQL's if it raises it too, on one
+                # of a few more tries with eddies off (seed 1203: an error of
+                # interval() for the typmod of a row TABLESAMPLE SYSTEM drew,
+                # in a plan without an eddy, 3 times in 30 with eddies off)
+                tries = 0
+                while tries < NONDETERMINISTIC_RERUNS:
+                    tries += 1
+                    if same_error(rerun(args.psql, args.dsn, s["statement"], eddy=False),
+                                  state, msg):
+                        break
+                else:
+                    tries = 0
+                if tries:
+                    s["verdict"] = (f"not deterministic: raised with eddy.enabled = off "
+                                    f"on re-run {tries + 1}")
+                    verdicts.append("postgresql")
+                    continue
             verdicts.append(classify(s, ext_files, args.psql, args.dsn))
         for i, s in enumerate(members):
             if i < len(verdicts):
