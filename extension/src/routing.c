@@ -473,6 +473,9 @@ score_targets(EddyRouter *router)
 		score_cumulative(router);	/* a chain has no joins */
 }
 
+static void history_append(EddyRouter *router, int lane, int target,
+						   uint64 tuples);
+
 /* Close a lane's open run: its tuples go to its target's counter and runs */
 static void
 close_run(EddyRouter *router, int lane)
@@ -486,7 +489,7 @@ close_run(EddyRouter *router, int lane)
 	if (target < 0 || tuples == 0)
 		return;
 	router->targets[target].stats->first += tuples;
-	EddyRouterHistoryAppend(router, lane, target, tuples);
+	history_append(router, lane, target, tuples);
 }
 
 /* Close every lane's open run (before the counters are read or saved) */
@@ -509,8 +512,8 @@ EddyRouterOpenRun(EddyRouter *router, int lane, int target)
 }
 
 /* Append a run of first choices to the closed runs of a lane. */
-void
-EddyRouterHistoryAppend(EddyRouter *router, int lane, int target,
+static void
+history_append(EddyRouter *router, int lane, int target,
 						uint64 tuples)
 {
 	EddyHistoryLane *l = &router->lanes[lane];
@@ -550,7 +553,7 @@ close_epoch(EddyRouter *router)
 	if (router->epoch_first >= 0 && tuples > 0)
 	{
 		router->targets[router->epoch_first].stats->first += tuples;
-		EddyRouterHistoryAppend(router, 0, router->epoch_first, tuples);
+		history_append(router, 0, router->epoch_first, tuples);
 	}
 	router->epoch_start = router->routed;
 	router->epoch_first = -1;

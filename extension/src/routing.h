@@ -238,8 +238,6 @@ extern int	EddyRouterChoose(EddyRouter *router, uint32 spans, uint64 done);
 extern int	EddyRouterLookup(EddyRouter *router, uint32 spans, uint64 done);
 extern void EddyRouterReoptimize(EddyRouter *router);
 extern void EddyRouterSetPolicy(EddyRouter *router, EddyRoutingPolicy policy);
-extern void EddyRouterHistoryAppend(EddyRouter *router, int lane, int target,
-									uint64 tuples);
 extern void EddyRouterOpenRun(EddyRouter *router, int lane, int target);
 extern void EddyRouterCloseRuns(EddyRouter *router);
 extern uint64 EddyRouterFirst(EddyRouter *router, int target);

@@ -322,17 +322,12 @@ def main(argv: list[str] | None = None) -> int:
                 # of a few more tries with eddies off (seed 1203: an error of
                 # interval() for the typmod of a row TABLESAMPLE SYSTEM drew,
                 # in a plan without an eddy, 3 times in 30 with eddies off)
-                tries = 0
-                while tries < NONDETERMINISTIC_RERUNS:
-                    tries += 1
-                    if same_error(rerun(args.psql, args.dsn, s["statement"], eddy=False),
-                                  state, msg):
-                        break
-                else:
-                    tries = 0
-                if tries:
+                found = next((k for k in range(2, NONDETERMINISTIC_RERUNS + 2)
+                              if same_error(rerun(args.psql, args.dsn, s["statement"],
+                                                  eddy=False), state, msg)), 0)
+                if found:
                     s["verdict"] = (f"not deterministic: raised with eddy.enabled = off "
-                                    f"on re-run {tries + 1}")
+                                    f"on re-run {found}")
                     verdicts.append("postgresql")
                     continue
             verdicts.append(classify(s, ext_files, args.psql, args.dsn))
