@@ -41,6 +41,7 @@ from eddytools.fuzz import (
     minimise,
     relation_probes,
     run,
+    scan_probes_of,
 )
 from eddytools.joingen import JoinSchema
 
@@ -166,9 +167,72 @@ def test_clause_probes_join_just_the_relations_of_a_predicate():
     assert clause_probes("SELECT 1 FROM r1 AS t1 LEFT JOIN r2 AS t2 ON t1.id = t2.id") == []
 
 
+def test_scan_probes_take_each_scans_filter_from_the_plan():
+    """A scan probe counts one base relation under the Filter PostgreSQL's
+    plan gives it, whole (a guard stays with the predicate it guards), for
+    every Seq Scan of the plan; a Filter that reads a parameter or a
+    subplan is left out, and so are other nodes' quals."""
+    plan = {"Node Type": "Hash Join", "Join Filter": "(t1.a > t2.a)", "Plans": [
+        {"Node Type": "Seq Scan", "Schema": "fz", "Relation Name": "r1", "Alias": "r1",
+         "Filter": "((r1.a >= 0) AND (sqrt((r1.a)::double precision) < '5'::double precision))"},
+        {"Node Type": "Hash", "Plans": [
+            {"Node Type": "Seq Scan", "Schema": "fz", "Relation Name": "r2", "Alias": "x\"y",
+             "Filter": "(\"x\"\"y\".b > 1)"},
+            {"Node Type": "Seq Scan", "Schema": "fz", "Relation Name": "r3", "Alias": "r3",
+             "Filter": "(r3.b = $0)"},
+            {"Node Type": "Seq Scan", "Schema": "fz", "Relation Name": "r4", "Alias": "r4",
+             "Filter": "(hashed SubPlan 1)"},
+            {"Node Type": "Seq Scan", "Schema": "fz", "Relation Name": "r5", "Alias": "r5"},
+            {"Node Type": "Index Scan", "Schema": "fz", "Relation Name": "r6", "Alias": "r6",
+             "Filter": "(r6.b > 1)"}]}]}
+    assert sorted(scan_probes_of(plan)) == sorted([
+        'SELECT COUNT(*) FROM "fz"."r1" AS "r1" WHERE ((r1.a >= 0) AND '
+        "(sqrt((r1.a)::double precision) < '5'::double precision))",
+        'SELECT COUNT(*) FROM "fz"."r2" AS "x""y" WHERE ("x""y".b > 1)',
+    ])
+
+
 # ---------------------------------------------------------------------------
 # Against the server
 # ---------------------------------------------------------------------------
+
+# Found by the fuzzer (seed 1301, schema seed 1301013): the view v12 joins r1
+# and r2; no r2 row passes the LIKE, so PostgreSQL's plans, reading r2 first,
+# never evaluate sqrt on r1's rows, 179 of which have a negative a.  With
+# eddy.join_method = index the eddy scans r1 and reaches r2 through its
+# primary key, as a PostgreSQL nested loop with r1 outside would, and raises.
+VIEW_ERROR_SEED = 1301013
+VIEW_ERROR_QUERY = ("SELECT COUNT(*) AS c0 FROM v12 AS t2 WHERE t2.kt LIKE 'a%' "
+                    "AND SQRT(t2.a) < 5")
+VIEW_ERROR_SETTINGS = {"routing_policy": "rank", "reopt_frequency": 100000,
+                       "join_method": "index", "lottery_window": 50,
+                       "selection_min_cost": 0.01, "source_schedule": "proportional",
+                       "migration": "guarded", "debug_migrate_every": 17,
+                       "state_mode": "stairs", "debug_spill_after": 25}
+
+
+def test_an_error_a_views_relation_raises_when_scanned_is_plan_dependent(pg_dsn):
+    """The relation probes see the view, not r1 under it, so they cannot
+    show that PostgreSQL raises the error scanning r1 (what the eddy's
+    source does); the scan probe, taken from PostgreSQL's full-scan plan,
+    can: the differ counts the error as plan-dependent, not as a failure."""
+    differ = Differ(pg_dsn)
+    try:
+        differ.load_schema(VIEW_ERROR_SEED)
+        q = VIEW_ERROR_QUERY
+        assert differ.vanilla(q)[0] == "rows"
+        assert differ.vanilla_full_scans(q)[0] == "rows"
+        assert all(differ.vanilla(p)[0] == "rows" for p in relation_probes(q) + clause_probes(q))
+        got, has = differ.eddy(q, VIEW_ERROR_SETTINGS)
+        assert has and got[:2] == ("error", "2201F"), got
+        probes = differ.scan_probes(q)
+        assert any('"r1"' in p and "sqrt" in p for p in probes), probes
+        verdict, detail, _ = differ.check(q, VIEW_ERROR_SETTINGS, False)
+        assert verdict == "plan-dependent", detail
+        assert 'FROM "fz"."r1"' in detail, detail
+    finally:
+        differ.conn.close()
+
 
 # Found by the fuzzer (schema seed 77011): the eddy, reading its sources
 # interleaved, evaluates the product over t1 and t3 on a complete tuple

@@ -35,6 +35,7 @@ from eddytools.fuzz.runner import (
     compare,
     outcome,
     relation_probes,
+    scan_probes_of,
     settings_for,
 )
 from eddytools.sqlast import DIALECT, honest, is_ordered
@@ -43,5 +44,5 @@ __all__ = [
     "DIALECT", "JOIN_METHODS", "MAX_RELATIONS", "POLICIES", "REOPT_FREQUENCIES", "BackendCrash",
     "Differ", "Failure", "FuzzQuery", "FuzzQueryGenerator", "Stats", "candidates", "clause_probes",
     "compare", "honest", "is_ordered", "main", "minimise", "minimise_failure", "outcome",
-    "relation_probes", "run", "save_regression", "settings_for",
+    "relation_probes", "run", "save_regression", "scan_probes_of", "settings_for",
 ]

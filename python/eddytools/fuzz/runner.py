@@ -28,6 +28,9 @@ Comparison rules (``compare``):
   joining just the relations of the predicate that raised it, under the
   conjuncts over them (``clause_probes``): a plan that joins those first
   raises it, and which of two rows' errors a query raises is the plan's;
+  or when PostgreSQL raises it scanning one base relation under the Filter
+  its full-scan plan gives that relation (``Differ.scan_probes``: the
+  relations of a view too, which ``relation_probes`` cannot see);
 - a lost connection: a backend crash (assertion failure or signal).
 """
 
@@ -252,7 +255,8 @@ class Differ:
             if alt[0] == "error" and alt[1] == got[1]:
                 verdict = "plan-dependent"
             else:
-                for probe in relation_probes(query) + clause_probes(query):
+                for probe in (relation_probes(query) + clause_probes(query)
+                              + self.scan_probes(query)):
                     o = self.vanilla(probe)
                     if o[0] == "error" and o[1] == got[1]:
                         verdict = "plan-dependent"
@@ -262,6 +266,30 @@ class Differ:
 
     FULL_SCANS = ("enable_nestloop", "enable_indexscan", "enable_bitmapscan",
                   "enable_indexonlyscan")
+
+    def scan_probes(self, query: str) -> list[str]:
+        """For every base relation PostgreSQL's full-scan plan scans with a
+        Filter: a count of the relation under that Filter, as EXPLAIN prints
+        it -- what PostgreSQL evaluates when it scans that relation by
+        itself, as an eddy's source scan does.  relation_probes sees the
+        relations the query names; this one sees the relations of a view
+        too (``FROM v12 AS t2``, whose ``t2.a`` is ``r1.a``), and the quals
+        PostgreSQL derived.  A Filter that reads a parameter or a subplan's
+        result is left out."""
+        set_gucs(self.conn, enabled="off")
+        for g in self.FULL_SCANS:
+            self.conn.execute(f"SET {g} = off")
+        try:
+            plan = explain_json(self.conn, query, verbose=True)
+        except psycopg.Error:
+            if self.conn.broken:
+                raise
+            return []
+        finally:
+            if not self.conn.broken:
+                for g in self.FULL_SCANS:
+                    self.conn.execute(f"RESET {g}")
+        return scan_probes_of(plan)
 
     def vanilla_full_scans(self, query: str) -> tuple:
         """PostgreSQL's outcome with a plan that reads every relation in full
@@ -322,6 +350,29 @@ def clause_probes(query: str) -> list[str]:
                      + and_([d.copy() for d in with_it]).sql(dialect=DIALECT))
             if probe not in probes:
                 probes.append(probe)
+    return probes
+
+
+def quote_ident(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def scan_probes_of(plan: dict) -> list[str]:
+    """The probes of Differ.scan_probes, from a plan of EXPLAIN (VERBOSE,
+    FORMAT JSON)."""
+    probes: list[str] = []
+    nodes = [plan]
+    while nodes:
+        node = nodes.pop()
+        nodes.extend(node.get("Plans", []))
+        qual = node.get("Filter")
+        if (node.get("Node Type") != "Seq Scan" or qual is None
+                or "$" in qual or "SubPlan" in qual or "InitPlan" in qual):
+            continue
+        rel = f'{quote_ident(node["Schema"])}.{quote_ident(node["Relation Name"])}'
+        probe = f"SELECT COUNT(*) FROM {rel} AS {quote_ident(node['Alias'])} WHERE {qual}"
+        if probe not in probes:
+            probes.append(probe)
     return probes
 
 
