@@ -39,6 +39,7 @@ from eddytools.fuzz import (
     honest,
     is_ordered,
     minimise,
+    nested_loop_probes,
     relation_probes,
     run,
     scan_probes_of,
@@ -167,6 +168,25 @@ def test_clause_probes_join_just_the_relations_of_a_predicate():
     assert clause_probes("SELECT 1 FROM r1 AS t1 LEFT JOIN r2 AS t2 ON t1.id = t2.id") == []
 
 
+def test_nested_loop_probes_drive_the_join_from_either_relation():
+    """For a conjunct over two relations: the probe joining them first, as
+    a nested loop with either one outside; each side's own restrictions run
+    before the conjuncts over both; conjuncts over three relations, or over
+    a derived table, make none."""
+    q = ("SELECT COUNT(*) FROM r1 AS t1, r2 AS t2, r3 AS t3 WHERE t1.b * t2.b > 0 "
+         "AND t1.b / t1.a > 2 AND t2.a > 1 AND t1.a + t2.a + t3.a > 0")
+    assert nested_loop_probes(q) == [
+        "SELECT COUNT(*) FROM r1 AS t1 CROSS JOIN LATERAL (SELECT 1 FROM "
+        "(SELECT * FROM r2 AS t2 WHERE t2.a > 1 OFFSET 0) AS t2 WHERE t1.b * t2.b > 0 "
+        "OFFSET 0) AS eddy_probe WHERE t1.b / t1.a > 2",
+        "SELECT COUNT(*) FROM r2 AS t2 CROSS JOIN LATERAL (SELECT 1 FROM "
+        "(SELECT * FROM r1 AS t1 WHERE t1.b / t1.a > 2 OFFSET 0) AS t1 WHERE t1.b * t2.b > 0 "
+        "OFFSET 0) AS eddy_probe WHERE t2.a > 1",
+    ]
+    assert nested_loop_probes("SELECT 1 FROM r1 AS t1, (SELECT * FROM r2) AS t2 "
+                              "WHERE t1.a = t2.a") == []
+
+
 def test_scan_probes_take_each_scans_filter_from_the_plan():
     """A scan probe counts one base relation under the Filter PostgreSQL's
     plan gives it, whole (a guard stays with the predicate it guards), for
@@ -209,6 +229,42 @@ VIEW_ERROR_SETTINGS = {"routing_policy": "rank", "reopt_frequency": 100000,
                        "selection_min_cost": 0.01, "source_schedule": "proportional",
                        "migration": "guarded", "debug_migrate_every": 17,
                        "state_mode": "stairs", "debug_spill_after": 25}
+
+
+# Found by the fuzzer (seed 1301, schema seed 1301029): r1's row 8 passes
+# t8.b / t8.a > 18 and overflows t8.b * t2.b * 3000 with 33 rows of t2;
+# row 62 has a = 0.  PostgreSQL's plans read t8 to its end first (division
+# by zero); the eddy, under SteM mode and a forced spill, joins row 8 before
+# it reaches row 62, as a nested loop driven by t8 does.
+TWO_ROWS_SEED = 1301029
+TWO_ROWS_QUERY = ("SELECT COUNT(*) AS c0 FROM r1 AS t2, r1 AS t8 "
+                  "WHERE t8.b * t2.b * 3000 > 0 AND t8.b / t8.a > 18")
+TWO_ROWS_SETTINGS = {"routing_policy": "rank", "reopt_frequency": 10, "join_method": "auto",
+                     "lottery_window": 0, "selection_min_cost": 0.01,
+                     "source_schedule": "proportional", "migration": "off",
+                     "debug_migrate_every": 1, "state_mode": "stems", "debug_spill_after": 1}
+
+
+def test_an_error_a_nested_loop_raises_is_plan_dependent(pg_dsn):
+    """PostgreSQL's own plan and the clause probe raise the division by
+    zero; the nested loop driven by t8 raises the overflow the eddy raises:
+    the differ counts it as plan-dependent, not as a failure."""
+    differ = Differ(pg_dsn)
+    try:
+        differ.load_schema(TWO_ROWS_SEED)
+        q = TWO_ROWS_QUERY
+        assert differ.vanilla(q)[:2] == ("error", "22012")
+        assert [differ.vanilla(p)[:2] for p in clause_probes(q)] == [("error", "22012")]
+        outcomes = [differ.vanilla(p)[:2] for p in nested_loop_probes(q)]
+        assert ("error", "22003") in outcomes, outcomes
+        got, has = differ.eddy(q, TWO_ROWS_SETTINGS)
+        assert has
+        verdict, detail, _ = differ.check(q, TWO_ROWS_SETTINGS, False)
+        assert verdict not in FAILURE_KINDS, detail
+        if got[:2] == ("error", "22003"):
+            assert verdict == "plan-dependent" and "CROSS JOIN LATERAL" in detail, detail
+    finally:
+        differ.conn.close()
 
 
 def test_an_error_a_views_relation_raises_when_scanned_is_plan_dependent(pg_dsn):

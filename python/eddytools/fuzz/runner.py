@@ -28,6 +28,8 @@ Comparison rules (``compare``):
   joining just the relations of the predicate that raised it, under the
   conjuncts over them (``clause_probes``): a plan that joins those first
   raises it, and which of two rows' errors a query raises is the plan's;
+  or when PostgreSQL raises it joining two relations of such a predicate in
+  a nested loop, either one outside (``nested_loop_probes``);
   or when PostgreSQL raises it scanning one base relation under the Filter
   its full-scan plan gives that relation (``Differ.scan_probes``: the
   relations of a view too, which ``relation_probes`` cannot see);
@@ -256,7 +258,7 @@ class Differ:
                 verdict = "plan-dependent"
             else:
                 for probe in (relation_probes(query) + clause_probes(query)
-                              + self.scan_probes(query)):
+                              + nested_loop_probes(query) + self.scan_probes(query)):
                     o = self.vanilla(probe)
                     if o[0] == "error" and o[1] == got[1]:
                         verdict = "plan-dependent"
@@ -355,6 +357,51 @@ def clause_probes(query: str) -> list[str]:
 
 def quote_ident(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
+
+
+def nested_loop_probes(query: str) -> list[str]:
+    """For every conjunct of WHERE or inner ON that names exactly two base
+    relations of its block, in both orders: the probe of clause_probes as a
+    nested loop, the outer relation scanned under its own restrictions and,
+    for each of its rows that passes them, the inner one scanned under its
+    own restrictions and then the conjuncts over both (LATERAL subqueries
+    with OFFSET 0, which PostgreSQL neither pulls up nor reorders, so the
+    guards stay first on both sides) -- one of the plans PostgreSQL may
+    choose for joining the two first.  clause_probes leaves the plan to PostgreSQL, which may
+    build a hash table on either relation, read it to its end and raise
+    another row's error first: which of two rows' errors a join raises
+    depends on which relation drives it."""
+    probes: list[str] = []
+    for relations, conj in _inner_blocks(query):
+        tables = {t.alias_or_name: t for t in relations if isinstance(t, exp.Table)}
+        if len(tables) != len(relations):
+            continue
+        conj = [c for c in conj if not c.find(exp.Subquery, exp.Select)]
+        for c in conj:
+            names = aliases_in(c)
+            if len(names) != 2 or not names <= tables.keys():
+                continue
+            with_it = [d for d in conj if aliases_in(d) <= names]
+            for outer in sorted(names):
+                (inner,) = names - {outer}
+                own = [d for d in with_it if aliases_in(d) <= {outer}]
+                inner_own = [d for d in with_it if aliases_in(d) <= {inner}]
+                rest = [d for d in with_it if len(aliases_in(d)) == 2]
+                inner_sql = tables[inner].sql(dialect=DIALECT)
+                if inner_own:
+                    # its own restrictions first, as on a nested loop's inner scan
+                    inner_sql = (f"(SELECT * FROM {inner_sql} WHERE "
+                                 f"{and_([d.copy() for d in inner_own]).sql(dialect=DIALECT)} "
+                                 f"OFFSET 0) AS {inner}")
+                probe = (f"SELECT COUNT(*) FROM {tables[outer].sql(dialect=DIALECT)} "
+                         f"CROSS JOIN LATERAL (SELECT 1 FROM {inner_sql} "
+                         f"WHERE {and_([d.copy() for d in rest]).sql(dialect=DIALECT)} "
+                         "OFFSET 0) AS eddy_probe")
+                if own:
+                    probe += f" WHERE {and_([d.copy() for d in own]).sql(dialect=DIALECT)}"
+                if probe not in probes:
+                    probes.append(probe)
+    return probes
 
 
 def scan_probes_of(plan: dict) -> list[str]:
