@@ -367,10 +367,10 @@ def nested_loop_probes(query: str) -> list[str]:
     own restrictions and then the conjuncts over both (LATERAL subqueries
     with OFFSET 0, which PostgreSQL neither pulls up nor reorders, so the
     guards stay first on both sides) -- one of the plans PostgreSQL may
-    choose for joining the two first.  clause_probes leaves the plan to PostgreSQL, which may
-    build a hash table on either relation, read it to its end and raise
-    another row's error first: which of two rows' errors a join raises
-    depends on which relation drives it."""
+    choose for joining the two first.  clause_probes leaves the plan to
+    PostgreSQL, which may build a hash table on either relation, read it to
+    its end and raise another row's error first: which of two rows' errors
+    a join raises depends on which relation drives it."""
     probes: list[str] = []
     for relations, conj in _inner_blocks(query):
         tables = {t.alias_or_name: t for t in relations if isinstance(t, exp.Table)}
