@@ -513,8 +513,7 @@ EddyRouterOpenRun(EddyRouter *router, int lane, int target)
 
 /* Append a run of first choices to the closed runs of a lane. */
 static void
-history_append(EddyRouter *router, int lane, int target,
-						uint64 tuples)
+history_append(EddyRouter *router, int lane, int target, uint64 tuples)
 {
 	EddyHistoryLane *l = &router->lanes[lane];
 

@@ -327,6 +327,25 @@ def _inner_blocks(query: str) -> list[tuple[list[exp.Expression], list[exp.Expr]
     return blocks
 
 
+def _join_conjuncts(query: str) -> list[tuple[dict[str, exp.Table], set[str],
+                                              list[exp.Expr]]]:
+    """For every conjunct without a subquery that names two or more base
+    relations of a block of ``query`` made of base relations only: the
+    block's relations by alias, the conjunct's aliases, and the block's
+    conjuncts over those relations or fewer (the conjunct among them)."""
+    found = []
+    for relations, conj in _inner_blocks(query):
+        tables = {t.alias_or_name: t for t in relations if isinstance(t, exp.Table)}
+        if len(tables) != len(relations):
+            continue  # a derived table or function in the block
+        conj = [c for c in conj if not c.find(exp.Subquery, exp.Select)]
+        for c in conj:
+            names = aliases_in(c)
+            if len(names) >= 2 and names <= tables.keys():
+                found.append((tables, names, [d for d in conj if aliases_in(d) <= names]))
+    return found
+
+
 def clause_probes(query: str) -> list[str]:
     """For every conjunct of WHERE or inner ON that names two or more base
     relations of its block: a count over just those relations, under that
@@ -337,21 +356,12 @@ def clause_probes(query: str) -> list[str]:
     PostgreSQL's own order, so a predicate run before its guard is still
     caught."""
     probes: list[str] = []
-    for relations, conj in _inner_blocks(query):
-        tables = {t.alias_or_name: t for t in relations if isinstance(t, exp.Table)}
-        if len(tables) != len(relations):
-            continue  # a derived table or function in the block
-        conj = [c for c in conj if not c.find(exp.Subquery, exp.Select)]
-        for c in conj:
-            names = aliases_in(c)
-            if len(names) < 2 or not names <= tables.keys():
-                continue
-            with_it = [d for d in conj if aliases_in(d) <= names]
-            froms = ", ".join(tables[a].sql(dialect=DIALECT) for a in sorted(names))
-            probe = (f"SELECT COUNT(*) FROM {froms} WHERE "
-                     + and_([d.copy() for d in with_it]).sql(dialect=DIALECT))
-            if probe not in probes:
-                probes.append(probe)
+    for tables, names, with_it in _join_conjuncts(query):
+        froms = ", ".join(tables[a].sql(dialect=DIALECT) for a in sorted(names))
+        probe = (f"SELECT COUNT(*) FROM {froms} WHERE "
+                 + and_([d.copy() for d in with_it]).sql(dialect=DIALECT))
+        if probe not in probes:
+            probes.append(probe)
     return probes
 
 
@@ -372,35 +382,28 @@ def nested_loop_probes(query: str) -> list[str]:
     its end and raise another row's error first: which of two rows' errors
     a join raises depends on which relation drives it."""
     probes: list[str] = []
-    for relations, conj in _inner_blocks(query):
-        tables = {t.alias_or_name: t for t in relations if isinstance(t, exp.Table)}
-        if len(tables) != len(relations):
+    for tables, names, with_it in _join_conjuncts(query):
+        if len(names) != 2:
             continue
-        conj = [c for c in conj if not c.find(exp.Subquery, exp.Select)]
-        for c in conj:
-            names = aliases_in(c)
-            if len(names) != 2 or not names <= tables.keys():
-                continue
-            with_it = [d for d in conj if aliases_in(d) <= names]
-            for outer in sorted(names):
-                (inner,) = names - {outer}
-                own = [d for d in with_it if aliases_in(d) <= {outer}]
-                inner_own = [d for d in with_it if aliases_in(d) <= {inner}]
-                rest = [d for d in with_it if len(aliases_in(d)) == 2]
-                inner_sql = tables[inner].sql(dialect=DIALECT)
-                if inner_own:
-                    # its own restrictions first, as on a nested loop's inner scan
-                    inner_sql = (f"(SELECT * FROM {inner_sql} WHERE "
-                                 f"{and_([d.copy() for d in inner_own]).sql(dialect=DIALECT)} "
-                                 f"OFFSET 0) AS {inner}")
-                probe = (f"SELECT COUNT(*) FROM {tables[outer].sql(dialect=DIALECT)} "
-                         f"CROSS JOIN LATERAL (SELECT 1 FROM {inner_sql} "
-                         f"WHERE {and_([d.copy() for d in rest]).sql(dialect=DIALECT)} "
-                         "OFFSET 0) AS eddy_probe")
-                if own:
-                    probe += f" WHERE {and_([d.copy() for d in own]).sql(dialect=DIALECT)}"
-                if probe not in probes:
-                    probes.append(probe)
+        for outer in sorted(names):
+            (inner,) = names - {outer}
+            own = [d for d in with_it if aliases_in(d) <= {outer}]
+            inner_own = [d for d in with_it if aliases_in(d) <= {inner}]
+            rest = [d for d in with_it if len(aliases_in(d)) == 2]
+            inner_sql = tables[inner].sql(dialect=DIALECT)
+            if inner_own:
+                # its own restrictions first, as on a nested loop's inner scan
+                inner_sql = (f"(SELECT * FROM {inner_sql} WHERE "
+                             f"{and_([d.copy() for d in inner_own]).sql(dialect=DIALECT)} "
+                             f"OFFSET 0) AS {inner}")
+            probe = (f"SELECT COUNT(*) FROM {tables[outer].sql(dialect=DIALECT)} "
+                     f"CROSS JOIN LATERAL (SELECT 1 FROM {inner_sql} "
+                     f"WHERE {and_([d.copy() for d in rest]).sql(dialect=DIALECT)} "
+                     "OFFSET 0) AS eddy_probe")
+            if own:
+                probe += f" WHERE {and_([d.copy() for d in own]).sql(dialect=DIALECT)}"
+            if probe not in probes:
+                probes.append(probe)
     return probes
 
 
