@@ -904,7 +904,7 @@ COMPUTED_KEYS = {
                  AND c.unique2 % 500 = d.unique2 % 500 + 0 AND d.ten < 2 AND a.ten < 1""",
 }
 
-COMPUTED_KEY_SETTINGS = [
+COMPUTED_KEY_SETTINGS: list[dict[str, str | int]] = [
     {"routing_policy": "rank"},
     {"routing_policy": "lottery", "reopt_frequency": 1, "source_schedule": "proportional"},
     {"routing_policy": "random", "migration": "greedy", "debug_migrate_every": 3},
@@ -917,9 +917,10 @@ COMPUTED_KEY_SETTINGS = [
 def test_computed_join_keys_match_vanilla(wisc, runner, name):
     """Hash joins whose keys are expressions, not columns (evaluated over the
     wide slot, mod_join.c): NULL keys, cross-type and by-reference keys,
-    several keys on an edge, one expression in two joins.  Every routing policy, with state migration
-    forced, with spilling forced and in SteM mode: PostgreSQL's result, and
-    one Eddy whose modules include hash joins."""
+    several keys on an edge, one expression in two joins.  Every routing
+    policy, with state migration forced, with spilling forced and in SteM
+    mode: PostgreSQL's result, and one Eddy whose modules include hash
+    joins."""
     conn = wisc
     query = COMPUTED_KEYS[name]
     set_gucs(conn, enabled="off")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import json
+import statistics
 from collections.abc import Iterator
 
 import psycopg
@@ -82,6 +83,9 @@ def test_tiny_run_writes_well_formed_results(server_dsn, tmp_path, capsys):
     assert len(summary) == len(tb.CONFIGS) * len(names)
     for s in summary:
         assert s["n"] == 1 and s["ratio"] > 0 and s["aa_ratio"] > 0 and s["errors"] == ""
+        # one repeat: the paired ratios are that repeat's, the medians' too
+        assert s["paired_ratio"] == pytest.approx(s["ratio"])
+        assert s["paired_aa_ratio"] == pytest.approx(s["aa_ratio"])
         assert s["eddy"] == (s["query"] in ("q03", "q05"))
         assert (s["reasons"] == "") == s["eddy"]
     totals = {t["config"]: t for t in doc["totals"]}
@@ -90,6 +94,8 @@ def test_tiny_run_writes_well_formed_results(server_dsn, tmp_path, capsys):
         assert t["queries"] == 4 and t["eddy_plans"] == 2 and t["errors"] == 0
         assert t["worst_query"] in names and t["total_ratio"] > 0
         assert t["aa_min"] <= t["aa_max"]
+        assert t["paired_aa_min"] <= t["paired_aa_max"] and t["worst_paired_query"] in names
+        assert t["over_1_10_paired_eddy"] <= t["over_1_10_paired"] <= t["queries"]
         assert len(t["peak_top"]) == 3
 
     with open(files / "measurements.csv") as f:
@@ -133,6 +139,22 @@ def test_rerun_reuses_the_database_and_a_difference_fails(server_dsn, tmp_path, 
     assert "RESULT DIFFERS: q03 under wm64-serial, eddy on" in doc["errors"][0]
     assert "RESULT DIFFERS" in capsys.readouterr().err
     assert not (out / "sf0.01" / "ratio.png").exists()
+
+
+def test_paired_ratios_pair_the_runs_of_one_repeat():
+    """A paired ratio divides the k-th run of a mode by the k-th eddy-off run
+    (they ran back to back); a failed run drops its pair.  The machine slowing
+    down by 2x between repeats moves the ratio of medians, not the paired
+    ratio."""
+    def run(mode: str, seconds: float | None) -> tb.Run:
+        return tb.Run("default", "q03", mode, 0, seconds, 1, None, None, None, None, None)
+    on = [run("on", x) for x in (1.1, 2.2, 2.2, None)]
+    off = [run("off", x) for x in (1.0, 2.0, 2.0, 2.0)]
+    assert tb.paired_ratios(on, off) == pytest.approx([1.1, 1.1, 1.1])
+    on = [run("on", x) for x in (1.1, 1.1, 2.2)]
+    off = [run("off", x) for x in (1.0, 2.0, 2.0)]
+    # the ratio of the medians would be 1.1 / 2.0
+    assert statistics.median(tb.paired_ratios(on, off)) == pytest.approx(1.1)
 
 
 def test_compare_orders_and_multisets():

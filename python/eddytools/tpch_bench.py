@@ -36,7 +36,13 @@ fetch, which also counts every shared_buffers page the backend touched; and
 the peak of RssAnon, the backend's private memory (hash tables, sorts, eddy
 state), sampled every 5 ms while the query runs.  The values of the fresh
 backend before the query are recorded as its baseline.  Medians over all
-runs: ratio = median(on) / median(off), A/A = median(aa) / median(off).  Every
+runs: ratio = median(on) / median(off), A/A = median(aa) / median(off); and
+paired, per repeat of the three modes (which ran back to back): paired =
+median over the repeats of on / off, paired A/A = median of aa / off.  The
+machine's speed drifts over minutes, and a paired ratio compares runs made
+within seconds of each other, so its A/A spread is about half the other's
+(docs/tpch/README.md); the goal's line "no query over 1.10x" is counted
+both ways.  Every
 run's result must equal the first eddy-off run's (as a multiset of rows; as
 a sequence where the query's ORDER BY is total, and ORDER BY keys in the
 same sequence otherwise, eddytools.tpch.QUERIES): a difference, or an error
@@ -425,10 +431,10 @@ def summarize(result: Result, args: argparse.Namespace) -> None:
                              for r in by.get((config, name, m), []) if r.error})
             ratio = med["on"] / med["off"] if med["on"] and med["off"] else None
             aa = med["aa"] / med["off"] if med["aa"] and med["off"] else None
-            ratios = [on.seconds / off.seconds
-                      for on, off in zip(by.get((config, name, "on"), []),
-                                         by.get((config, name, "off"), []), strict=False)
-                      if on.seconds and off.seconds]
+            ratios = paired_ratios(by.get((config, name, "on"), []),
+                                   by.get((config, name, "off"), []))
+            aa_ratios = paired_ratios(by.get((config, name, "aa"), []),
+                                      by.get((config, name, "off"), []))
             rows.append({
                 "config": config, "query": name, "eddy": p.eddy_nodes > 0,
                 "eddy_nodes": p.eddy_nodes, "parallel_on": p.parallel_on,
@@ -437,6 +443,7 @@ def summarize(result: Result, args: argparse.Namespace) -> None:
                 "on_ms": _ms(med["on"]), "off_ms": _ms(med["off"]), "aa_ms": _ms(med["aa"]),
                 "ratio": ratio, "ratio_min": min(ratios) if ratios else None,
                 "ratio_max": max(ratios) if ratios else None, "aa_ratio": aa,
+                "paired_ratio": _median(ratios), "paired_aa_ratio": _median(aa_ratios),
                 "peak_on_kb": hwm["on"], "peak_off_kb": hwm["off"],
                 "peak_ratio": (hwm["on"] / hwm["off"]) if hwm["on"] and hwm["off"] else None,
                 "baseline_kb": _median([r.baseline_kb for m in MODES
@@ -456,6 +463,8 @@ def summarize(result: Result, args: argparse.Namespace) -> None:
         complete = [r for r in cr if r["on_ms"] and r["off_ms"] and r["aa_ms"]]
         with_eddy = [r for r in complete if r["eddy"]]
         worst = max(complete, key=lambda r: r["ratio"], default=None)
+        paired = [r for r in complete if r["paired_ratio"] and r["paired_aa_ratio"]]
+        worst_paired = max(paired, key=lambda r: r["paired_ratio"], default=None)
         aa_dev = max(complete, key=lambda r: max(r["aa_ratio"], 1 / r["aa_ratio"]),
                      default=None)
         peaks = sorted((r for r in cr if r["anon_on_kb"]), key=lambda r: -r["anon_on_kb"])
@@ -474,6 +483,15 @@ def summarize(result: Result, args: argparse.Namespace) -> None:
             "worst_query": worst and worst["query"], "worst_ratio": worst and worst["ratio"],
             "best_ratio": min((r["ratio"] for r in complete), default=None),
             "over_1_10": sum(r["ratio"] > 1.10 for r in complete),
+            "worst_paired_query": worst_paired and worst_paired["query"],
+            "worst_paired_ratio": worst_paired and worst_paired["paired_ratio"],
+            "over_1_10_paired": sum(r["paired_ratio"] > 1.10 for r in paired),
+            # of those, the ones whose plan has an Eddy (the others' plans are
+            # PostgreSQL's both ways: their ratios are the machine's)
+            "over_1_10_paired_eddy": sum(r["paired_ratio"] > 1.10 for r in paired
+                                         if r["eddy"]),
+            "paired_aa_min": min((r["paired_aa_ratio"] for r in paired), default=None),
+            "paired_aa_max": max((r["paired_aa_ratio"] for r in paired), default=None),
             "aa_min": min((r["aa_ratio"] for r in complete), default=None),
             "aa_max": max((r["aa_ratio"] for r in complete), default=None),
             "aa_worst_query": aa_dev and aa_dev["query"],
@@ -487,6 +505,13 @@ def summarize(result: Result, args: argparse.Namespace) -> None:
             "errors": sum(bool(r["errors"]) for r in cr),
         })
     result.totals = totals
+
+
+def paired_ratios(runs: list[Run], refs: list[Run]) -> list[float]:
+    """Per repeat of the three modes, the time of runs[k] over refs[k] (the
+    k-th run of each mode belong to one repeat: they ran back to back)."""
+    return [a.seconds / b.seconds for a, b in zip(runs, refs, strict=False)
+            if a.seconds and b.seconds]
 
 
 def _ms(seconds: float | None) -> float | None:
@@ -513,21 +538,26 @@ def summary_table(result: Result) -> str:
             f"{_f(t['on_ms'] / 1e3)} s on / {_f(t['off_ms'] / 1e3)} s off = "
             f"{_f(t['total_ratio'])}x (eddy plans only {_f(t['eddy_total_ratio'])}x); worst "
             f"{t['worst_query']} {_f(t['worst_ratio'])}x, {t['over_1_10']} over 1.10x; A/A "
-            f"{_f(t['aa_min'])}-{_f(t['aa_max'])} (total {_f(t['total_aa_ratio'])}); private "
+            f"{_f(t['aa_min'])}-{_f(t['aa_max'])} (total {_f(t['total_aa_ratio'])}); paired: "
+            f"worst {t['worst_paired_query']} {_f(t['worst_paired_ratio'])}x, "
+            f"{t['over_1_10_paired']} over 1.10x ({t['over_1_10_paired_eddy']} with an eddy), "
+            f"A/A {_f(t['paired_aa_min'])}-{_f(t['paired_aa_max'])}; private "
             "memory peak " + ", ".join(f"{p['query']} {_mb(p['on_kb'])}/{_mb(p['off_kb'])} MB"
                                        for p in t["peak_top"])
             + f" (on/off; fresh backend {_mb(t['anon_baseline_kb'])} MB private, VmHWM "
             f"{_mb(t['baseline_kb'])} MB)")
     lines.append("")
     lines.append(f"{'config':<14} {'query':<5} {'eddy':<4} {'off ms':>9} {'on ms':>9} "
-                 f"{'on/off':>6} {'A/A':>5} {'MB on':>6} {'MB off':>6} {'HWM on':>6} {'HWM off':>7}"
+                 f"{'on/off':>6} {'A/A':>5} {'paired':>6} {'p.A/A':>5} "
+                 f"{'MB on':>6} {'MB off':>6} {'HWM on':>6} {'HWM off':>7}"
                  "  reason / error")
     for r in result.summary:
         note = r["errors"] or r["reasons"]
         lines.append(
             f"{r['config']:<14} {r['query']:<5} {'yes' if r['eddy'] else 'no':<4} "
             f"{_f(r['off_ms'], '.1f'):>9} {_f(r['on_ms'], '.1f'):>9} {_f(r['ratio']):>6} "
-            f"{_f(r['aa_ratio']):>5} {_mb(r['anon_on_kb']):>6} {_mb(r['anon_off_kb']):>6} "
+            f"{_f(r['aa_ratio']):>5} {_f(r['paired_ratio']):>6} {_f(r['paired_aa_ratio']):>5} "
+            f"{_mb(r['anon_on_kb']):>6} {_mb(r['anon_off_kb']):>6} "
             f"{_mb(r['peak_on_kb']):>6} {_mb(r['peak_off_kb']):>7}  {note[:100]}")
     return "\n".join(lines)
 
@@ -622,7 +652,9 @@ def report(result: Result) -> str:
         "Command: `" + s["command"] + "`",
         "",
         "Method: see `python -m eddytools.tpch_bench --help` and ../README.md. "
-        "Ratios are eddy on / off (medians); A/A is off against itself. Memory in MB: "
+        "Ratios are eddy on / off (medians); A/A is off against itself; *paired* "
+        "ratios are medians over the repeats of on / off and aa / off within the repeat "
+        "(the three modes ran back to back). Memory in MB: "
         "*private* is the backend's peak RssAnon (sampled every 5 ms), *HWM* its VmHWM "
         "(peak resident set, which counts the shared_buffers pages it touched); a fresh "
         f"backend has {_mb(_median([t['anon_baseline_kb'] for t in result.totals]))} MB "
@@ -630,26 +662,32 @@ def report(result: Result) -> str:
         "MB; parallel workers are not counted.",
         "",
         "| config | Eddy plans | total on/off | eddy plans only | worst query | "
-        "> 1.10x | A/A range | A/A total | private MB on/off (top 3) |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "> 1.10x | A/A range | A/A total | paired: worst | > 1.10x (with an eddy) | "
+        "A/A range | private MB on/off (top 3) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for t in result.totals:
         lines.append(
             f"| {t['config']} | {t['eddy_plans']} of {t['queries']} | {_f(t['total_ratio'])} | "
             f"{_f(t['eddy_total_ratio'])} | {t['worst_query']} {_f(t['worst_ratio'])} | "
             f"{t['over_1_10']} | {_f(t['aa_min'])}-{_f(t['aa_max'])} | "
-            f"{_f(t['total_aa_ratio'])} | "
+            f"{_f(t['total_aa_ratio'])} | {t['worst_paired_query']} "
+            f"{_f(t['worst_paired_ratio'])} | {t['over_1_10_paired']} "
+            f"({t['over_1_10_paired_eddy']}) | {_f(t['paired_aa_min'])}-"
+            f"{_f(t['paired_aa_max'])} | "
             + ", ".join(f"{p['query']} {_mb(p['on_kb'])}/{_mb(p['off_kb'])}"
                         for p in t["peak_top"]) + " |")
-    lines += ["", "| config | query | Eddy | off ms | on ms | on/off | A/A | private on "
-              "| private off | HWM on | HWM off | why no eddy / errors |",
-              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines += ["", "| config | query | Eddy | off ms | on ms | on/off | A/A | paired "
+              "| paired A/A | private on | private off | HWM on | HWM off "
+              "| why no eddy / errors |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in result.summary:
         note = (r["errors"] or r["reasons"]).replace("|", "/")
         lines.append(
             f"| {r['config']} | {r['query']} | {'yes' if r['eddy'] else 'no'} | "
             f"{_f(r['off_ms'], '.1f')} | {_f(r['on_ms'], '.1f')} | {_f(r['ratio'])} | "
-            f"{_f(r['aa_ratio'])} | {_mb(r['anon_on_kb'])} | {_mb(r['anon_off_kb'])} | "
+            f"{_f(r['aa_ratio'])} | {_f(r['paired_ratio'])} | {_f(r['paired_aa_ratio'])} | "
+            f"{_mb(r['anon_on_kb'])} | {_mb(r['anon_off_kb'])} | "
             f"{_mb(r['peak_on_kb'])} | {_mb(r['peak_off_kb'])} | {note} |")
     if result.errors:
         lines += ["", "Errors:", ""] + [f"- {e}" for e in result.errors]
