@@ -33,6 +33,7 @@ import pytest
 
 from eddytools.db import (
     EXECUTOR_DEFAULTS,
+    EXECUTOR_VARIANTS,
     connect,
     eddy_nodes,
     eddy_reasons,
@@ -904,12 +905,12 @@ COMPUTED_KEYS = {
                  AND c.unique2 % 500 = d.unique2 % 500 + 0 AND d.ten < 2 AND a.ten < 1""",
 }
 
-COMPUTED_KEY_SETTINGS: list[dict[str, str | int]] = [
-    {"routing_policy": "rank"},
-    {"routing_policy": "lottery", "reopt_frequency": 1, "source_schedule": "proportional"},
-    {"routing_policy": "random", "migration": "greedy", "debug_migrate_every": 3},
-    {"routing_policy": "cumulative", "migration": "guarded", "debug_spill_after": 25},
-    {"routing_policy": "rank", "state_mode": "stems", "source_schedule": "proportional"},
+# the executor's variants, and two more: the random policy with guarded
+# migration forced, lottery under the proportional schedule
+COMPUTED_KEY_SETTINGS = [
+    *EXECUTOR_VARIANTS,
+    {"routing_policy": "random", "migration": "guarded", "debug_migrate_every": "3"},
+    {"routing_policy": "lottery", "source_schedule": "proportional", "reopt_frequency": "1"},
 ]
 
 
@@ -917,10 +918,10 @@ COMPUTED_KEY_SETTINGS: list[dict[str, str | int]] = [
 def test_computed_join_keys_match_vanilla(wisc, runner, name):
     """Hash joins whose keys are expressions, not columns (evaluated over the
     wide slot, mod_join.c): NULL keys, cross-type and by-reference keys,
-    several keys on an edge, one expression in two joins.  Every routing
-    policy, with state migration forced, with spilling forced and in SteM
-    mode: PostgreSQL's result, and one Eddy whose modules include hash
-    joins."""
+    several keys on an edge, one expression in two joins.  Under every
+    executor variant (routing policies, forced migration and spill, SteM
+    mode) and two more: PostgreSQL's result, and one Eddy whose modules
+    include hash joins."""
     conn = wisc
     query = COMPUTED_KEYS[name]
     set_gucs(conn, enabled="off")
