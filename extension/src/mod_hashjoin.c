@@ -648,13 +648,17 @@ hashjoin_route(EddyState *es, EddyModule *m, int dir, EddyTuple *t)
  * probe?  So when nothing can probe its side any more (it would not be
  * stored), and not in SteM mode, where a probe builds.
  */
+static inline bool
+probe_only(EddyState *es, EddyHashJoin *hj, int dir)
+{
+	return !es->stems && (hj->probers[dir] & ~es->exhausted) == 0;
+}
+
 bool
 EddyHashJoinProbeOnly(EddyState *es, EddyModule *m, int dir)
 {
-	EddyHashJoin *hj = (EddyHashJoin *) m;
-
 	Assert(EddyModuleIsHashJoin(m));
-	return !es->stems && (hj->probers[dir] & ~es->exhausted) == 0;
+	return probe_only(es, (EddyHashJoin *) m, dir);
 }
 
 /*
@@ -674,7 +678,8 @@ EddyHashJoinProbeMisses(EddyState *es, EddyModule *m, int dir, Datum *keys,
 	Stair	   *other = hj->stair[1 - dir];
 	uint32		hash;
 
-	if (!EddyHashJoinProbeOnly(es, m, dir))
+	Assert(EddyModuleIsHashJoin(m));
+	if (!probe_only(es, hj, dir))
 		return false;
 	if (other->nentries > 0 &&
 		StairKeysHash(&hj->ends.keys, dir, keys, isnull, &hash))

@@ -94,12 +94,13 @@ StairJoinKeysInit(StairJoinKeys *keys, List *opnos, List *collations)
 }
 
 /*
- * Hash one side's key values.  Returns false if a key is NULL (isnull may
- * be NULL when the caller knows none is).
+ * Hash one side's key values, any number of any type (StairKeysHash, in
+ * stair.h, does one int4 inline).  Returns false if a key is NULL (isnull
+ * may be NULL when the caller knows none is).
  */
 bool
-StairKeysHash(StairJoinKeys *keys, int side, Datum *values, bool *isnull,
-			  uint32 *hash)
+StairKeysHashAny(StairJoinKeys *keys, int side, Datum *values, bool *isnull,
+				 uint32 *hash)
 {
 	uint32		h = 0;
 	int			i;
