@@ -141,6 +141,50 @@ def test_rerun_reuses_the_database_and_a_difference_fails(server_dsn, tmp_path, 
     assert not (out / "sf0.01" / "ratio.png").exists()
 
 
+def test_confirm_measures_the_suspects_again(server_dsn, tmp_path, monkeypatch):
+    """--confirm N: after the rounds, every (configuration, query) whose
+    paired ratio is over --confirm-over runs N more rounds, numbered on from
+    --rounds, with the result check; the summary is over all runs, and the
+    first pass's figures are kept.  Here the runs really run, but their
+    times are replaced (eddy on 3x off for q03, equal for q05): q03 is a
+    suspect, q05 is not, and a result that differs in a confirmation round
+    is still caught."""
+    real = tb.timed_run
+    calls = {"confirm_on": 0}
+
+    def slow_q03(dsn, config, q, mode, rnd, preload, timeout_s):
+        run, rows = real(dsn, config, q, mode, rnd, preload, timeout_s)
+        assert run.seconds is not None
+        run.seconds = 0.3 if (q.name, mode) == ("q03", "on") else 0.1
+        if (q.name, mode) == ("q03", "on") and rnd >= 1:
+            calls["confirm_on"] += 1
+            rows = rows[:-1] if rows else rows   # a difference in the new rounds
+        return run, rows
+
+    monkeypatch.setattr(tb, "timed_run", slow_q03)
+    out = tmp_path / "tpch"
+    args = [*TINY[:4], "--queries", "3,5", "--configs", "wm64-serial", "--dbname", DBNAME,
+            "--no-progress", "--no-plots", "--min-seconds", "0", "--confirm", "2"]
+    assert tb.main(["--dsn", server_dsn, "--out", str(out), *args]) == 3
+    doc = json.loads((out / "sf0.01" / "results.json").read_text())
+    assert doc["settings"]["confirm"] == 2 and doc["settings"]["confirm_over"] == 1.10
+    rounds = {(r["query"], r["round"]) for r in doc["runs"]}
+    assert rounds == {("q03", 0), ("q05", 0), ("q03", 1), ("q03", 2)}
+    assert calls["confirm_on"] == 2
+    assert len([r for r in doc["runs"] if r["query"] == "q03"]) == 3 * len(tb.MODES)
+    summary = {s["query"]: s for s in doc["summary"]}
+    assert summary["q03"]["n"] == 3 and summary["q05"]["n"] == 1
+    [c] = doc["confirmed"]
+    assert c["config"] == "wm64-serial" and c["query"] == "q03" and c["rounds_added"] == 2
+    assert c["first_n"] == 1 and c["n"] == 3
+    assert c["first_paired_ratio"] == pytest.approx(3.0) == c["paired_ratio"]
+    assert c["paired_ratio"] == pytest.approx(summary["q03"]["paired_ratio"])
+    assert any("RESULT DIFFERS: q03 under wm64-serial, eddy on" in e and "round 1" in e
+               for e in doc["errors"])
+    readme = (out / "sf0.01" / "README.md").read_text()
+    assert "Confirmation (`--confirm 2`)" in readme and "| wm64-serial | q03 | 1 |" in readme
+
+
 def test_paired_ratios_pair_the_runs_of_one_repeat():
     """A paired ratio divides the k-th run of a mode by the k-th eddy-off run
     (they ran back to back); a failed run drops its pair.  The machine slowing
@@ -184,4 +228,5 @@ def test_help_and_arguments(capsys):
     with pytest.raises(SystemExit):
         tb.main(["--configs", "default,bogus"])
     assert tb.main(["--queries", "23"]) == 2
+    assert tb.main(["--confirm", "-1"]) == 2
     assert tb.dbname_for(1) == "tpch_sf1" and tb.dbname_for(0.1) == "tpch_sf0_1"
