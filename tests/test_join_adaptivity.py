@@ -15,7 +15,16 @@ from __future__ import annotations
 
 import pytest
 
-from eddytools.db import eddy_nodes, explain_json, routing_history, set_gucs, sql_value
+from eddytools.db import (
+    eddy_nodes,
+    explain_eddy,
+    explain_json,
+    multiset,
+    routing_history,
+    set_gucs,
+    sql_value,
+    vanilla_multiset,
+)
 
 DIM = 1000  # rows of r and of t
 ROWS = 40000  # rows of s
@@ -163,3 +172,61 @@ def test_counters_mean_the_same_in_selection_and_join_eddies(flip_join, policy):
     answer = sql_value(conn, query)
     set_gucs(conn, enabled=False)
     assert sql_value(conn, query) == answer
+
+
+# --------------------------------------------------------------------------- priors
+#
+# Before a join has been observed, and again once a join not taken for a
+# while has forgotten its observations, the rank policy scores it by the
+# planner's fan-out.  An index join's matches are every row of its
+# relation with the probe's keys; the relation's own selections run after
+# the fetch and count what they drop themselves.  So the fan-out it starts
+# from is the relation's tuples times the join's selectivity, not its rows
+# after its selections: those would count the selections twice, and the
+# join would look selective and be tried ahead of better modules (TPC-H
+# Q21, orders' primary key behind o_orderstatus = 'F').
+
+PRIOR_ROWS = 4000
+
+
+@pytest.fixture
+def prior_join(eddy_conn):
+    """a (scanned) reaches b by its primary key, where b.v = 0 keeps a
+    tenth; c has a match for 70% of a's k (an index semi join), spread
+    evenly over a's rows."""
+    conn = eddy_conn
+    conn.execute(f"""
+        CREATE TABLE a (id int, k int);
+        CREATE TABLE b (id int PRIMARY KEY, v int);
+        CREATE TABLE c (k int, w int);
+        INSERT INTO a SELECT g, g * 919 % 1000 FROM generate_series(0, {PRIOR_ROWS - 1}) g;
+        INSERT INTO b SELECT g, g % 10 FROM generate_series(0, {PRIOR_ROWS - 1}) g;
+        INSERT INTO c SELECT g % 700, g FROM generate_series(0, 6999) g;
+        CREATE INDEX c_k ON c (k);
+        ANALYZE a; ANALYZE b; ANALYZE c;
+    """)
+    return conn
+
+
+def test_an_index_join_s_prior_fan_out_counts_its_relation_s_tuples(prior_join):
+    """The join with b passes every probe on (one match each; b.v = 0 then
+    drops 90%), the semi join drops 30%.  With the routing never
+    recomputed (its priors alone decide), rank sends every a tuple to the
+    semi join first, and the join with b sees only what the semi join
+    passed.  Counted from its relation's rows after b.v = 0, the join's
+    fan-out would be 0.1 and every a tuple would go to it first."""
+    query = """SELECT count(*) FROM a JOIN b ON b.id = a.id
+               WHERE b.v = 0 AND EXISTS (SELECT 1 FROM c WHERE c.k = a.k)"""
+    # a.id % 10 = 0 for b.v = 0, and a.k = a.id * 919 % 1000 < 700 for c
+    vanilla = vanilla_multiset(prior_join, query)
+    assert vanilla == multiset([(PRIOR_ROWS // 10 * 7 // 10,)])
+    eddy = explain_eddy(prior_join, query, routing_policy="rank", join_method="index",
+                        reopt_frequency=1000000000)
+    assert eddy["Recomputations"] == 0
+    kinds = {op["Operator Type"]: op for op in eddy["Operators"]}
+    join, semi = kinds["Index Join"], kinds["Index Semi Join"]
+    assert semi["Tuples In"] == semi["Tuples First"] == PRIOR_ROWS
+    assert semi["Tuples Out"] == PRIOR_ROWS * 7 // 10
+    assert join["Tuples In"] == semi["Tuples Out"]
+    assert join["Tuples Out"] == join["Tuples In"]
+    assert multiset(prior_join.execute(query).fetchall()) == vanilla

@@ -310,8 +310,9 @@ begin_direct_source(EddyState *es)
 
 /*
  * The rows a source has given so far, for the cumulative policy: a
- * scanned source's tuples read, an index-joined relation's planned rows
- * (all of it can be probed from the start); or every source's planned rows.
+ * scanned source's tuples read, an index-joined relation's tuples (all of
+ * it can be probed from the start; its selections are counted apart); or
+ * every source's planned rows.
  */
 static double
 source_rows(void *arg, int source, bool planned)

@@ -115,7 +115,8 @@ typedef struct EddySource
 								 * range_cols: the ones < ncols count) */
 	int			nbyref;
 	double		est_rows;		/* the planner's rows of the source (a scan: before
-								 * the clauses the eddy routes off it) */
+								 * the clauses the eddy routes off it; an
+								 * index-joined relation: its tuples) */
 
 	/* hash slots of its rows (mod_hashjoin.c) */
 	int			nhash;

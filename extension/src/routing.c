@@ -84,8 +84,9 @@
  *			 tuples (s's results with t stored in r-s's STAIR on s): their
  *			 fan-out already contains the joins beyond, their selectivity
  *			 per pair does not.  rows(s) is the rows read of s so far (an
- *			 index-joined relation's planned rows: all of it can be
- *			 probed), so a join with a relation not yet read estimates
+ *			 index-joined relation's tuples: all of it can be probed,
+ *			 and its selections are multiplied in as selections beyond
+ *			 x), so a join with a relation not yet read estimates
  *			 nothing, as joining s_tau = {} makes nothing.  Selections'
  *			 selectivities are observed as rank's, but the planner's
  *			 estimate weighs only as much as observations made at the
