@@ -174,59 +174,94 @@ def test_counters_mean_the_same_in_selection_and_join_eddies(flip_join, policy):
     assert sql_value(conn, query) == answer
 
 
-# --------------------------------------------------------------------------- priors
+# --------------------------------------------------------------------------- index joins
 #
-# Before a join has been observed, and again once a join not taken for a
-# while has forgotten its observations, the rank policy scores it by the
-# planner's fan-out.  An index join's matches are every row of its
-# relation with the probe's keys; the relation's own selections run after
-# the fetch and count what they drop themselves.  So the fan-out it starts
-# from is the relation's tuples times the join's selectivity, not its rows
-# after its selections: those would count the selections twice, and the
-# join would look selective and be tried ahead of better modules (TPC-H
-# Q21, orders' primary key behind o_orderstatus = 'F').
+# An index join's matches are every row of its relation with the probe's
+# keys; the selections over that relation alone run on each heap tuple as
+# it is fetched (its fetch chain) and count what they drop themselves.  For
+# the routing, the join and its chain are one filter: rank scores the join
+# by the matches that survive the chain, and its prior is the relation's
+# tuples times the join's selectivity, times the chain's selections'
+# (mod_indexjoin.c).  Without a chain, a prior counted from the relation's
+# rows after its selections would count them twice: the join would look
+# selective, and be tried again and again ahead of better modules whenever
+# its decayed observations weigh less than the prior (TPC-H Q21, orders'
+# primary key behind o_orderstatus = 'F').  Without the credit, a join
+# whose chain drops most matches ties with one that drops none, and may go
+# after it (TPC-H Q8, orders behind the o_orderdate range).
 
-PRIOR_ROWS = 4000
+INDEXED_ROWS = 4000
 
 
 @pytest.fixture
-def prior_join(eddy_conn):
-    """a (scanned) reaches b by its primary key, where b.v = 0 keeps a
-    tenth; c has a match for 70% of a's k (an index semi join), spread
-    evenly over a's rows."""
+def index_joins(eddy_conn):
+    """a (scanned) reaches b and d by their primary keys; b.v = 0 keeps a
+    tenth of b; c has a match for 70% of a's k (an index semi join),
+    spread evenly over a's rows."""
     conn = eddy_conn
     conn.execute(f"""
         CREATE TABLE a (id int, k int);
         CREATE TABLE b (id int PRIMARY KEY, v int);
         CREATE TABLE c (k int, w int);
-        INSERT INTO a SELECT g, g * 919 % 1000 FROM generate_series(0, {PRIOR_ROWS - 1}) g;
-        INSERT INTO b SELECT g, g % 10 FROM generate_series(0, {PRIOR_ROWS - 1}) g;
+        CREATE TABLE d (id int PRIMARY KEY, w int);
+        INSERT INTO a SELECT g, g * 919 % 1000 FROM generate_series(0, {INDEXED_ROWS - 1}) g;
+        INSERT INTO b SELECT g, g % 10 FROM generate_series(0, {INDEXED_ROWS - 1}) g;
         INSERT INTO c SELECT g % 700, g FROM generate_series(0, 6999) g;
+        INSERT INTO d SELECT g, g FROM generate_series(0, {INDEXED_ROWS - 1}) g;
         CREATE INDEX c_k ON c (k);
-        ANALYZE a; ANALYZE b; ANALYZE c;
+        ANALYZE a; ANALYZE b; ANALYZE c; ANALYZE d;
     """)
     return conn
 
 
-def test_an_index_join_s_prior_fan_out_counts_its_relation_s_tuples(prior_join):
-    """The join with b passes every probe on (one match each; b.v = 0 then
-    drops 90%), the semi join drops 30%.  With the routing never
-    recomputed (its priors alone decide), rank sends every a tuple to the
-    semi join first, and the join with b sees only what the semi join
-    passed.  Counted from its relation's rows after b.v = 0, the join's
-    fan-out would be 0.1 and every a tuple would go to it first."""
+def by_relation(eddy: dict) -> dict[str, dict]:
+    """The eddy's index joins, by the relation they reach."""
+    return {op["Relation Name"]: op for op in eddy["Operators"]
+            if op["Operator Type"].startswith("Index")}
+
+
+def test_without_a_chain_an_index_join_s_prior_is_its_fan_out(index_joins):
+    """b.v < (a subplan) cannot run on the heap tuple, so the join with b
+    has no chain: it passes every probe on (one match each), and its
+    prior fan-out is 1.  The semi join drops 30%: with the routing never
+    recomputed (the priors alone decide), rank sends every a tuple to the
+    semi join first, and the join with b sees only what it passed.  With
+    b's rows after its selection (a third, the planner's guess for the
+    subplan), every a tuple would go to b first."""
     query = """SELECT count(*) FROM a JOIN b ON b.id = a.id
-               WHERE b.v = 0 AND EXISTS (SELECT 1 FROM c WHERE c.k = a.k)"""
-    # a.id % 10 = 0 for b.v = 0, and a.k = a.id * 919 % 1000 < 700 for c
-    vanilla = vanilla_multiset(prior_join, query)
-    assert vanilla == multiset([(PRIOR_ROWS // 10 * 7 // 10,)])
-    eddy = explain_eddy(prior_join, query, routing_policy="rank", join_method="index",
+               WHERE b.v < (SELECT 1 WHERE b.id >= 0)
+                 AND EXISTS (SELECT 1 FROM c WHERE c.k = a.k)"""
+    # a.id % 10 = 0 for b.v < 1, and a.k = a.id * 919 % 1000 < 700 for c
+    vanilla = vanilla_multiset(index_joins, query)
+    assert vanilla == multiset([(INDEXED_ROWS // 10 * 7 // 10,)])
+    eddy = explain_eddy(index_joins, query, routing_policy="rank", join_method="index",
                         reopt_frequency=1000000000)
     assert eddy["Recomputations"] == 0
-    kinds = {op["Operator Type"]: op for op in eddy["Operators"]}
-    join, semi = kinds["Index Join"], kinds["Index Semi Join"]
-    assert semi["Tuples In"] == semi["Tuples First"] == PRIOR_ROWS
-    assert semi["Tuples Out"] == PRIOR_ROWS * 7 // 10
-    assert join["Tuples In"] == semi["Tuples Out"]
-    assert join["Tuples Out"] == join["Tuples In"]
-    assert multiset(prior_join.execute(query).fetchall()) == vanilla
+    joins = by_relation(eddy)
+    b, semi = joins["b"], joins["c"]
+    assert semi["Operator Type"] == "Index Semi Join" and "Dropped at Fetch" not in b
+    assert semi["Tuples In"] == semi["Tuples First"] == INDEXED_ROWS
+    assert semi["Tuples Out"] == INDEXED_ROWS * 7 // 10
+    assert b["Tuples In"] == semi["Tuples Out"] == b["Tuples Out"]
+    assert multiset(index_joins.execute(query).fetchall()) == vanilla
+
+
+@pytest.mark.parametrize("reopt", [1000000000, 100])
+def test_an_index_join_is_credited_with_what_its_chain_drops(index_joins, reopt):
+    """The joins with b and with d both match once per probe; b.v = 0 drops
+    90% of b's matches at fetch.  From the priors alone and with the
+    routing recomputed every 100 tuples, every a tuple goes to b first,
+    and d sees only the tenth that b's chain passed."""
+    query = """SELECT count(*) FROM a JOIN d ON d.id = a.id JOIN b ON b.id = a.id
+               WHERE b.v = 0"""
+    vanilla = vanilla_multiset(index_joins, query)
+    assert vanilla == multiset([(INDEXED_ROWS // 10,)])
+    eddy = explain_eddy(index_joins, query, routing_policy="rank", join_method="index",
+                        reopt_frequency=reopt)
+    joins = by_relation(eddy)
+    b, d = joins["b"], joins["d"]
+    assert b["Tuples In"] == b["Tuples First"] == INDEXED_ROWS
+    assert b["Dropped at Fetch"] == INDEXED_ROWS - INDEXED_ROWS // 10
+    assert d["Tuples In"] == INDEXED_ROWS // 10
+    assert eddy["Actual Rows"] == INDEXED_ROWS // 10
+    assert multiset(index_joins.execute(query).fetchall()) == vanilla

@@ -397,9 +397,6 @@ begin_local_chains(EddyState *es)
 		if (!paced)
 			begin_local_qual(es, i, src);
 	}
-	/* and index-joined sources at fetch time (mod_indexjoin.c) */
-	for (j = 0; j < es->nmodules; j++)
-		EddyIndexJoinBeginChain(es, es->modules[j]);
 }
 
 static void
@@ -486,6 +483,12 @@ eddy_begin(CustomScanState *node, EState *estate, int eflags)
 						PVC_RECURSE_AGGREGATES | PVC_RECURSE_WINDOWFUNCS |
 						PVC_INCLUDE_PLACEHOLDERS) != NIL;
 
+	/*
+	 * Index-joined sources' chains at fetch time (mod_indexjoin.c), before
+	 * the router's first scoring: they make the joins' priors
+	 */
+	for (i = 0; i < es->nmodules; i++)
+		EddyIndexJoinBeginChain(es, es->modules[i]);
 	EddyRouterInit(&es->router, es->targets, es->ntargets, es->nmodules,
 				   es->all_sources, es->chain,
 				   (EddyRoutingPolicy) eddy_routing_policy,
@@ -548,6 +551,7 @@ EddyPushFrame(EddyState *es, EddyModule *m, int dir, EddyTuple *probe)
 	f->module = m;
 	f->dir = dir;
 	f->probe = probe;
+	f->timed = es->current_timed && !es->replaying;
 	return f;
 }
 

@@ -251,6 +251,8 @@ typedef struct EddyFrame
 	EddyModule *module;
 	int			dir;
 	EddyTuple  *probe;
+	bool		timed;			/* the probe's route was timed: an index join
+								 * times its fetches too (mod_indexjoin.c) */
 	StairProbe	sp;				/* hash join: the probe of the dual STAIR */
 } EddyFrame;
 

@@ -40,6 +40,24 @@
  * selection that cannot be rewritten over the heap tuple (a system column,
  * a subplan) leaves the module without a chain.
  *
+ * A timed probe (one tuple in EDDY_COST_SAMPLE_INTERVAL, exec.c) is timed
+ * through its last fetch, not only its index_rescan: the heap fetches are
+ * most of an index join's cost (a page read for every match of a cold
+ * relation), and the routing weighs them against the other modules'.
+ *
+ * For the routing the join and its chain are one filter: the matches the
+ * chain drops are counted apart (stats.dropped) and the rank policy scores
+ * the join by the matches that survive it (routing.c, ratio_with_prior).
+ * Its prior follows: the planner's selectivity times the relation's tuples
+ * (every row with the keys is a match; plan_join.c), times, with a chain,
+ * the planner's selectivity of each selection the chain may run.  With a
+ * prior of the relation's rows after its selections and no credit (before
+ * 2026-11-28), the join's observed fan-out (1 on a primary key) and its
+ * prior (0.49 for TPC-H Q21's orders behind o_orderstatus = 'F') disagreed,
+ * and each time its decayed observations fell below the prior's weight it
+ * was tried ahead of a better module; with neither, a chain that drops
+ * most matches (Q8's o_orderdate range on orders) went unseen.
+ *
  *-------------------------------------------------------------------------
  */
 #include "exec.h"
@@ -214,6 +232,15 @@ EddyIndexJoinBeginChain(EddyState *es, EddyModule *m)
 	ij->chain_preds = preds;
 	ij->chain = palloc(sizeof(int) * es->nmodules);
 	ij->chain_generation = UINT64_MAX;
+
+	/*
+	 * The routing credits the join with what its chain drops (routing.c,
+	 * ratio_with_prior): its prior fan-out is of the matches that pass the
+	 * selections the chain may run, each at the planner's selectivity.
+	 */
+	for (j = 0; j < es->nmodules; j++)
+		if (preds[j].qual != NULL)
+			m->stats[0].prior_ratio *= es->modules[j]->stats[0].prior_ratio;
 }
 
 /*
@@ -266,6 +293,7 @@ fetch_chain(EddyState *es, EddyIndexJoin *ij, EddyTuple *t,
 			{
 				InstrCountFiltered1(&es->css, 1);
 				ij->module.stats[0].out++;	/* the join made it */
+				ij->module.stats[0].dropped++;	/* ... and the chain dropped it */
 				ij->chain_dropped++;
 				return false;
 			}
@@ -444,8 +472,18 @@ static EddyTuple *
 indexjoin_next(EddyState *es, EddyFrame *f)
 {
 	EddyIndexJoin *ij = (EddyIndexJoin *) f->module;
-	EddyTuple  *r = indexjoin_fetch(es, ij, f->probe);
+	EddyTuple  *r;
 
+	if (unlikely(f->timed))
+	{
+		/* the probe's cost is its index scan's: the fetches count with it */
+		double		start = eddy_now_ns();
+
+		r = indexjoin_fetch(es, ij, f->probe);
+		f->module->stats[0].cost_ns += eddy_now_ns() - start;
+	}
+	else
+		r = indexjoin_fetch(es, ij, f->probe);
 	if (r != NULL)
 		f->module->stats[0].out++;
 	return r;

@@ -25,6 +25,8 @@ typedef struct EddyModuleStats
 	/* totals since the node began; the hot path only increments these */
 	uint64		in;				/* tuples routed to it */
 	uint64		out;			/* tuples it passed on (passed, or results) */
+	uint64		dropped;		/* an index join: of its results, those its
+								 * fetch chain dropped (mod_indexjoin.c) */
 	uint64		first;			/* source tuples it was the first choice of */
 	uint64		samples;		/* timed visits */
 	double		cost_ns;		/* their summed time */
@@ -36,10 +38,12 @@ typedef struct EddyModuleStats
 	/* policy state, updated at each recomputation (routing.c) */
 	uint64		seen_in;		/* totals at the previous recomputation */
 	uint64		seen_out;
+	uint64		seen_dropped;
 	uint64		seen_samples;
 	double		seen_ns;
 	double		w_in;			/* exponentially decayed statistics */
 	double		w_out;
+	double		w_dropped;
 	double		w_samples;
 	double		w_ns;
 	int64		ticket_base;	/* lottery: (in - out) where the window began */
