@@ -226,3 +226,49 @@ def test_explain_shows_the_spill(sp):
     for label in ("Batches Joined: ", "Rows Spilled: ", "Bytes Spilled: ",
                   "Spilled At: ", "Rows Spilled From State: ", "Peak Memory: "):
         assert label in text, (label, text)
+
+
+def test_spill_splits_the_state_it_holds(sp):
+    """The partitioning splits the state the eddy holds, not the largest
+    join it could hash on.  Here the state is ``sl``'s rows, reached by an
+    index join from ``sr`` and stored to meet ``sc``; ``sc`` joins ``sn``,
+    whose two rows the query keeps, on two keys.  Hashing on that join (the
+    choice before, as on TPC-H Q7 under PostgreSQL's defaults with no
+    parallel worker) put the whole state into each of the two batches with
+    rows, both over the limit, and read ``sr``'s index join again in each.
+    Dealing ``sr`` out splits it: every batch fits."""
+    sp.execute("""
+        DROP TABLE IF EXISTS sr, sl, sc, sn;
+        CREATE TABLE sr (id int PRIMARY KEY, g int, pad text);
+        INSERT INTO sr SELECT i, i % 25, repeat('x', 40) FROM generate_series(1, 400) i;
+        CREATE TABLE sl (id int, rid int, k int, v int);
+        INSERT INTO sl SELECT i, 1 + i % 400, 1 + (i * 7919) % 30000, i % 100
+            FROM generate_series(1, 120000) i;
+        CREATE INDEX ON sl (rid);
+        CREATE TABLE sc (id int, g int);
+        INSERT INTO sc SELECT i, i % 25 FROM generate_series(1, 30000) i;
+        CREATE TABLE sn (g int, name text);
+        INSERT INTO sn SELECT i, 'n' || i FROM generate_series(0, 24) i;
+        ANALYZE sr, sl, sc, sn;
+        ALTER TABLE sr SET (autovacuum_enabled = off);
+        ALTER TABLE sl SET (autovacuum_enabled = off);
+        ALTER TABLE sc SET (autovacuum_enabled = off);
+        ALTER TABLE sn SET (autovacuum_enabled = off);""")
+    query = ("SELECT count(*), sum(sl.v), sum(sc.id) FROM sr, sl, sc, sn "
+             "WHERE sr.id = sl.rid AND sl.k = sc.id AND sc.g = sn.g "
+             "AND sn.name IN ('n1', 'n2') AND sr.g < 20")
+    want = vanilla(sp, query)
+    prepare_with_eddy(sp, query, join_method="index", pg__max_parallel_workers_per_gather=0)
+    set_gucs(sp, max_memory="1GB")
+    (full,) = eddy_nodes(explain_json(sp, "EXECUTE spq", analyze=True))
+    assert "Spill Batches" not in full
+    assert "sl_rid_idx" in str(full), full  # sl is reached by an index join
+    peak_kb = full["Peak Memory"]
+    assert peak_kb > 4000, peak_kb
+    rows, eddy = spilled(sp, query, f"{peak_kb // 4}kB", join_method="index",
+                         pg__max_parallel_workers_per_gather=0)
+    assert multiset(rows) == want
+    assert eddy["Spill Batches"].endswith("dealing out sr"), eddy["Spill Batches"]
+    assert eddy["Batches Joined"] >= 4, eddy
+    assert eddy.get("Batches Over Memory", 0) == 0, eddy
+    assert tmp_files(sp) == 0
