@@ -233,3 +233,63 @@ def test_relation_reached_from_the_last_source_is_not_counted(path):
     want = conn.execute(q.format(x="x_big")).fetchall()
     set_gucs(conn, enabled="on")
     assert conn.execute(q.format(x="x_big")).fetchall() == want
+
+
+def test_serial_eddy_likely_to_spill_keeps_postgresqls_plan(eddy_conn):
+    """sl is reached by an index join from sr, whose restriction keeps 8% of
+    it: the upper estimate counts all of sl's rows, the likely one
+    PostgreSQL's estimate of sr ⋈ sl (and of that join with what a tuple
+    may meet before, here nothing smaller).  With no parallel worker, a
+    limit between the two keeps the eddy (it fits when run); a limit below
+    the likely state keeps PostgreSQL's plan and says why, and the eddy
+    planned anyway (under a larger limit) does spill there (TPC-H Q7 and
+    Q9 under PostgreSQL's defaults with no parallel worker)."""
+    conn = eddy_conn
+    conn.execute("""
+        CREATE TABLE sr (id int PRIMARY KEY, g int);
+        INSERT INTO sr SELECT i, i % 25 FROM generate_series(1, 400) i;
+        CREATE TABLE sl (id int, rid int, k int, v int, pad text);
+        INSERT INTO sl SELECT i, 1 + i % 400, 1 + (i * 7919) % 30000, i % 100, md5(i::text)
+            FROM generate_series(1, 120000) i;
+        CREATE INDEX ON sl (rid);
+        CREATE TABLE sc (id int, g int);
+        INSERT INTO sc SELECT i, i % 25 FROM generate_series(1, 30000) i;
+        ANALYZE sr, sl, sc;""")
+    set_gucs(conn, join_method="index", pg__max_parallel_workers_per_gather=0)
+    q = ("SELECT count(*), max(sl.pad) FROM sr, sl, sc "
+         "WHERE sr.id = sl.rid AND sl.k = sc.id AND sr.g < 2")
+    set_gucs(conn, max_memory="1GB")
+    upper = estimate_kb(conn, q)
+    full = analyzed(conn, q)
+    assert "Batches Joined" not in full, full
+    peak = full["Peak Memory"]
+    set_gucs(conn, enabled="off")
+    want = conn.execute(q).fetchall()
+    set_gucs(conn, enabled="on")
+
+    # between the likely state and the upper estimate: an eddy, unspilled
+    limit = max(upper // 3, 4 * peak)
+    assert limit < upper, (limit, upper, peak)
+    set_gucs(conn, max_memory=f"{limit}kB")
+    reasons = eddy_reasons(conn, q)
+    assert any("spills what outgrows the limit" in r for r in reasons), reasons
+    eddy = analyzed(conn, q)
+    assert "Batches Joined" not in eddy, eddy
+    assert conn.execute(q).fetchall() == want
+
+    # below the likely state: PostgreSQL's plan, and the reason
+    small = max(peak // 4, 64)
+    set_gucs(conn, max_memory=f"{small}kB")
+    assert not eddy_nodes(explain_json(conn, q))
+    reasons = eddy_reasons(conn, q)
+    assert any("would likely spill" in r for r in reasons), reasons
+    assert conn.execute(q).fetchall() == want
+
+    # ... where the eddy, planned under a larger limit, spills
+    set_gucs(conn, max_memory="1GB")
+    conn.execute(f"PREPARE lq AS {q}")
+    assert eddy_nodes(explain_json(conn, "EXECUTE lq"))  # planned here, kept
+    set_gucs(conn, max_memory=f"{small}kB")
+    (eddy,) = eddy_nodes(explain_json(conn, "EXECUTE lq", analyze=True))
+    assert eddy["Batches Joined"] >= 2, eddy
+    assert conn.execute("EXECUTE lq").fetchall() == want
