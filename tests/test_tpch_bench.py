@@ -47,15 +47,15 @@ def test_tiny_run_writes_well_formed_results(server_dsn, tmp_path, capsys):
     assert doc["errors"] == []
     assert doc["load"]["counts"]["region"] == 5 and doc["load"]["counts"]["lineitem"] > 50_000
     assert doc["settings"]["scale"] == 0.01 and doc["settings"]["rounds"] == 1
-    assert set(doc["configs"]) == set(tb.CONFIGS)
+    assert set(doc["configs"]) == set(tb.DEFAULT_CONFIGS)
     assert doc["configs"]["default"]["work_mem"] == "4MB"
     assert doc["environment"]["eddy_settings"]["eddy.enabled"] == "on"
 
     names = [QUERIES[n].name for n in QUERY_NUMBERS]
     runs = doc["runs"]
-    assert len(runs) == len(tb.CONFIGS) * len(names) * len(tb.MODES)
+    assert len(runs) == len(tb.DEFAULT_CONFIGS) * len(names) * len(tb.MODES)
     assert {(r["config"], r["query"], r["mode"]) for r in runs} == {
-        (c, q, m) for c in tb.CONFIGS for q in names for m in tb.MODES}
+        (c, q, m) for c in tb.DEFAULT_CONFIGS for q in names for m in tb.MODES}
     for r in runs:
         assert r["error"] is None and r["round"] == 0
         assert r["seconds"] > 0
@@ -68,8 +68,8 @@ def test_tiny_run_writes_well_formed_results(server_dsn, tmp_path, capsys):
     assert all(len(v) == 1 for v in rows.values()), rows   # on, off and aa agree
 
     plans = {(p["config"], p["query"]): p for p in doc["plans"]}
-    assert len(plans) == len(tb.CONFIGS) * len(names)
-    for c in tb.CONFIGS:
+    assert len(plans) == len(tb.DEFAULT_CONFIGS) * len(names)
+    for c in tb.DEFAULT_CONFIGS:
         assert plans[(c, "q01")]["eddy_nodes"] == 0
         assert any("fewer than two selection operators" in m for m in plans[(c, "q01")]["reasons"])
         assert plans[(c, "q03")]["eddy_nodes"] >= 1 and "Eddy" in plans[(c, "q03")]["text_on"]
@@ -80,7 +80,7 @@ def test_tiny_run_writes_well_formed_results(server_dsn, tmp_path, capsys):
     assert plans[("wm64-serial", "q03")]["parallel_off"] is False
 
     summary = doc["summary"]
-    assert len(summary) == len(tb.CONFIGS) * len(names)
+    assert len(summary) == len(tb.DEFAULT_CONFIGS) * len(names)
     for s in summary:
         assert s["n"] == 1 and s["ratio"] > 0 and s["aa_ratio"] > 0 and s["errors"] == ""
         # one repeat: the paired ratios are that repeat's, the medians' too
@@ -89,7 +89,7 @@ def test_tiny_run_writes_well_formed_results(server_dsn, tmp_path, capsys):
         assert s["eddy"] == (s["query"] in ("q03", "q05"))
         assert (s["reasons"] == "") == s["eddy"]
     totals = {t["config"]: t for t in doc["totals"]}
-    assert set(totals) == set(tb.CONFIGS)
+    assert set(totals) == set(tb.DEFAULT_CONFIGS)
     for t in totals.values():
         assert t["queries"] == 4 and t["eddy_plans"] == 2 and t["errors"] == 0
         assert t["worst_query"] in names and t["total_ratio"] > 0
