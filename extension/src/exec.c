@@ -1254,6 +1254,7 @@ EddySaveCounters(EddyState *es, EddySavedCounters *saved)
 	saved->nfiltered1 = es->css.ss.ps.instrument ? es->css.ss.ps.instrument->nfiltered1 : 0;
 }
 
+/* Restore the counters EddySaveCounters saved, and free its copies */
 void
 EddyRestoreCounters(EddyState *es, EddySavedCounters *saved)
 {
@@ -1294,6 +1295,10 @@ EddyRestoreCounters(EddyState *es, EddySavedCounters *saved)
 	}
 	if (es->css.ss.ps.instrument)
 		es->css.ss.ps.instrument->nfiltered1 = saved->nfiltered1;
+	pfree(saved->stats);
+	pfree(saved->stairs);
+	pfree(saved->lanes);
+	pfree(saved->last_run_tuples);
 }
 
 /* Source i has no more rows (for this participant, or at all) */

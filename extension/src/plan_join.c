@@ -192,7 +192,8 @@ typedef struct EddyJoinPath
 								 * its scan paths are copied, not changed */
 	double		est_state;		/* estimated join state, bytes */
 	double		certain_state;	/* the part of it stored for certain */
-	double		likely_state;	/* ... and likely (EDDY_STATE_LIKELY) */
+	double		likely_state;	/* ... and likely (EDDY_STATE_LIKELY), where
+								 * it does not fit */
 	int			est_nstairs;	/* STAIRs it counts */
 	uint32		claimed;		/* ... the relations of it one process reads
 								 * whole */
@@ -1917,10 +1918,13 @@ join_state_fits(PlannerInfo *root, EddyJoinPath *jp)
 											  true, &jp->est_state, &nstairs);
 	jp->certain_state = estimated_join_state(root, jp, jp->reading_order, -1,
 											 1.0, EDDY_STATE_CERTAIN, &nstairs);
+	jp->est_nstairs = nstairs;
+	if (nstairs == 0 || jp->est_state <= (double) EddyMaxMemoryBytes(nstairs))
+		return true;
+	/* estimated only where the upper bound does not fit */
 	jp->likely_state = estimated_join_state(root, jp, jp->reading_order, -1,
 											1.0, EDDY_STATE_LIKELY, &nstairs);
-	jp->est_nstairs = nstairs;
-	return nstairs == 0 || jp->est_state <= (double) EddyMaxMemoryBytes(nstairs);
+	return false;
 }
 
 /* A block whose state does not fit (join_state_fits) may spill */

@@ -847,10 +847,6 @@ EddySpillNextBatch(EddyState *es)
 	}
 	es->replaying = false;
 	EddyRestoreCounters(es, &saved);
-	pfree(saved.stats);
-	pfree(saved.stairs);
-	pfree(saved.lanes);
-	pfree(saved.last_run_tuples);
 	EddyCheckMemory(es);
 	return true;
 }
