@@ -293,3 +293,43 @@ def test_serial_eddy_likely_to_spill_keeps_postgresqls_plan(eddy_conn):
     (eddy,) = eddy_nodes(explain_json(conn, "EXECUTE lq", analyze=True))
     assert eddy["Batches Joined"] >= 2, eddy
     assert conn.execute("EXECUTE lq").fetchall() == want
+
+
+def test_stair_sized_for_the_rows_it_likely_holds(eddy_conn):
+    """A STAIR sizes its slot array when it first stores, from the planner's
+    estimate of the entries it will hold.  For a relation an index join
+    reaches, that is the likely state (PostgreSQL's estimate of the join it
+    is reached through), not the relation's rows: under a large
+    eddy.max_memory, pl's STAIR, which holds the 1% of pl's 400,000 rows
+    that pr's restriction reaches, was sized for all of them (a 6 MB slot
+    array: TPC-H Q7's lineitem, 48 MB for 145,703 entries).  It still
+    doubles when the estimate is low (pr's restriction estimated at 1% and
+    passing 25%): the answer stays PostgreSQL's."""
+    conn = eddy_conn
+    conn.execute("""
+        CREATE TABLE pr (id int PRIMARY KEY, g int);
+        INSERT INTO pr SELECT i, i % 100 FROM generate_series(1, 2000) i;
+        CREATE TABLE pl (id int, rid int, k int);
+        INSERT INTO pl SELECT i, 1 + i % 2000, 1 + (i::bigint * 7919) % 300000
+            FROM generate_series(1, 400000) i;
+        CREATE INDEX ON pl (rid);
+        CREATE TABLE pc (id int, v int);
+        INSERT INTO pc SELECT i, i % 7 FROM generate_series(1, 300000) i;
+        ANALYZE pr, pl, pc;""")
+    set_gucs(conn, join_method="index", max_memory="1GB",
+             pg__max_parallel_workers_per_gather=0)
+    q = ("SELECT count(*), sum(pc.v) FROM pr, pl, pc "
+         "WHERE pr.id = pl.rid AND pl.k = pc.id AND pr.g < {}")
+    for g in (1, 25):
+        set_gucs(conn, enabled="off")
+        want = conn.execute(q.format(g)).fetchall()
+        set_gucs(conn, enabled="on")
+        eddy = analyzed(conn, q.format(g))
+        st = stairs(eddy)
+        held = st["pl.k"]["Inserted"]
+        assert held == 4000 * g, st
+        assert conn.execute(q.format(g)).fetchall() == want
+        if g == 1:
+            # 4,000 entries and their rows: well under the 6 MB slot array
+            # that 400,000 entries would have had
+            assert eddy["Peak Memory"] < 2048, eddy["Peak Memory"]

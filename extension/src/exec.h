@@ -322,6 +322,7 @@ typedef struct EddyJoinSpec
 	bool		byvalkeys[2];	/* ... and passed by value */
 	bool		unique[2];		/* a probe into side s finds at most one match */
 	double		est_rows[2];
+	double		presize_rows[2];	/* entries side s's STAIR likely holds */
 	double		est_sel;
 	List	   *keyexprs[2];	/* the key expressions, for EXPLAIN */
 } EddyJoinSpec;

@@ -328,7 +328,9 @@ replay_probe_useless(EddyState *es, EddyHashJoin *hj, int dir, EddyTuple *t)
 
 /*
  * Insert into side dir's STAIR; the first insertion sizes its slot array
- * from the planner's estimate (a STAIR only probed keeps its small one).
+ * from the planner's estimate of the entries it likely holds (presize_rows,
+ * plan_join.c; a STAIR only probed keeps its small one, and one that
+ * outgrows the estimate doubles).
  * The memory limit is checked every 64 insertions (and by the arenas'
  * block counts in between, which grow 64 kB at a time).
  */
@@ -339,7 +341,7 @@ stair_insert(EddyState *es, EddyHashJoin *hj, int dir, uint32 hash, Datum *keys,
 	Stair	   *stair = hj->stair[dir];
 
 	if (unlikely(stair->nentries == 0 && stair->ngroups == 0))
-		StairPresize(stair, Min(hj->ends.est_rows[dir],
+		StairPresize(stair, Min(hj->ends.presize_rows[dir],
 								(double) es->max_memory / 4 /
 								STAIR_PRESIZE_BYTES_PER_ENTRY));
 	StairInsert(stair, hash, keys, payload);

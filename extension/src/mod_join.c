@@ -71,6 +71,7 @@ EddyJoinSpecInit(EddyState *es, EddyJoinSpec *ends, List *desc)
 	List	   *sides = list_nth(desc, EddyJoinSides);
 	List	   *unique = list_nth(desc, EddyJoinUnique);
 	List	   *rows = list_nth(desc, EddyJoinEstRows);
+	List	   *presize = list_nth(desc, EddyJoinPresizeRows);
 	List	   *opnos = NIL;
 	List	   *colls = NIL;
 	ListCell   *lc;
@@ -89,6 +90,7 @@ EddyJoinSpecInit(EddyState *es, EddyJoinSpec *ends, List *desc)
 		ends->side[s] = (uint32) intVal(list_nth(sides, s));
 		ends->unique[s] = intVal(list_nth(unique, s)) != 0;
 		ends->est_rows[s] = floatVal(list_nth(rows, s));
+		ends->presize_rows[s] = floatVal(list_nth(presize, s));
 	}
 	ends->est_sel = floatVal(list_nth(desc, EddyJoinEstSelectivity));
 	init_key_side(es, ends, 0, list_nth(desc, EddyJoinKeys0));

@@ -133,6 +133,9 @@ typedef enum EddyJoinPrivateIndex
 								 * clauses in custom_exprs, evaluated on each
 								 * index match joined (a match must pass
 								 * them), or -1 */
+	EddyJoinPresizeRows,		/* List of 2 Float: the entries each side's
+								 * STAIR is likely to hold, to size its slot
+								 * array at its first insertion */
 	EddyJoinNumItems
 } EddyJoinPrivateIndex;
 
