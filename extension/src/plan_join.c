@@ -1619,7 +1619,8 @@ earliest_source(EddyJoinPath *jp, int r, const int *pos, int depth)
 
 /*
  * The rows of relation i, reached through index joins, that the eddy is
- * likely to store (estimated_join_state's EDDY_STATE_LIKELY): PostgreSQL's
+ * likely to store (estimated_join_state's EDDY_STATE_LIKELY, and the size
+ * of the slot array its STAIRs start with, presize_rows): PostgreSQL's
  * estimate for the join of i with the relations its index joins come from,
  * back to a scanned one (the origin), and with those a tuple may have met
  * before it reaches i: relations read before the origin, or reached by an
