@@ -302,7 +302,7 @@ def eddy_counters(conn: psycopg.Connection, cfg: Config) -> dict:
                  if n.get("Custom Plan Provider") == "Eddy"), {})
     out: dict[str, Any] = {"execution_ms": doc.get("Execution Time")}
     for key in ("State Migration", "Migrations", "Tuples Moved", "Entries Rebuilt",
-                "Migration Time",
+                "Migration Time", "Routing Changes While Held",
                 "Tuples Routed", "Recomputations", "Peak Memory", "Tuples Read",
                 "Migration History"):
         if key in eddy:
