@@ -224,7 +224,7 @@ def test_figure8_ratios_pair_the_rounds():
     and take the median over the rounds: a machine that slows down by 1.7x
     between rounds, as these do, leaves a setup whose STAIRs and EddyJoins
     do the same work at 1.0, where the ratio of the medians over the rounds
-    puts STAIRs 1.65x slower and fails the 1.5x goal on noise alone."""
+    puts STAIRs 1.69x slower and fails the 1.5x goal on noise alone."""
     result = ex.Result(settings={})
     result.setups = [{"setup": 0, "delays_ms": {}, "shj_plan_excess": 1.0},
                      {"setup": 1, "delays_ms": {}, "shj_plan_excess": 3.0}]

@@ -970,7 +970,7 @@ def figure8_pairs(result: Result, other: str) -> list[tuple[str, float]]:
     """(case, other / stairs) for every setup where both were measured in a
     round: per round, other's time over STAIRs' in that round, the median
     over the rounds.  The two run side by side in every round, so a machine
-    that slows down between rounds (this one can, by 1.5x for a minute)
+    that slows down between rounds (this one can, by 1.7x)
     moves both; a ratio of the medians over the rounds would take that step
     for a difference between the configurations."""
     times: dict[str, dict[int, dict[str, float]]] = {}
