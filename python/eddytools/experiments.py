@@ -909,13 +909,24 @@ def quartiles(times: list[float]) -> tuple[float, float]:
     return q1, q3
 
 
+def times_by_round(result: Result) -> dict[tuple[str, str, str], dict[int, float]]:
+    """(figure, case, config) -> round -> seconds of every timed run."""
+    out: dict[tuple[str, str, str], dict[int, float]] = {}
+    for r in result.runs:
+        out.setdefault((r.figure, r.case, r.config), {})[r.round] = r.seconds
+    return out
+
+
+def round_ratios(a: dict[int, float], b: dict[int, float]) -> list[float]:
+    """a's time over b's in every round both ran (times_by_round's values)."""
+    return [a[k] / b[k] for k in a if k in b and b[k] > 0]
+
+
 def summarize(result: Result) -> None:
     groups: dict[tuple[str, str, str], list[float]] = {}
     for r in result.runs:
         groups.setdefault((r.figure, r.case, r.config), []).append(r.seconds)
-    by_round: dict[tuple[str, str, str], dict[int, float]] = {}
-    for r in result.runs:
-        by_round.setdefault((r.figure, r.case, r.config), {})[r.round] = r.seconds
+    by_round = times_by_round(result)
     rows: list[dict[str, Any]] = []
     for (figure, case, config), times in groups.items():
         med = statistics.median(times)
@@ -928,9 +939,8 @@ def summarize(result: Result) -> None:
             "vs_base": med / statistics.median(base) if base else None,
         }
         if config == "base-aa" and (figure, case, "base") in by_round:
-            b = by_round[(figure, case, "base")]
-            a = by_round[(figure, case, "base-aa")]
-            ratios = [a[k] / b[k] for k in a if k in b]
+            ratios = round_ratios(by_round[(figure, case, "base-aa")],
+                                  by_round[(figure, case, "base")])
             if ratios:
                 row["aa_ratio_median"] = statistics.median(ratios)
                 row["aa_ratio_min"] = min(ratios)
@@ -970,18 +980,15 @@ def figure8_pairs(result: Result, other: str) -> list[tuple[str, float]]:
     """(case, other / stairs) for every setup where both were measured in a
     round: per round, other's time over STAIRs' in that round, the median
     over the rounds.  The two run side by side in every round, so a machine
-    that slows down between rounds (this one can, by 1.7x)
-    moves both; a ratio of the medians over the rounds would take that step
-    for a difference between the configurations."""
-    times: dict[str, dict[int, dict[str, float]]] = {}
-    for r in result.runs:
-        if r.figure == "8" and r.config in (other, "stairs"):
-            times.setdefault(r.case, {}).setdefault(r.round, {})[r.config] = r.seconds
+    that slows down between rounds (this one can, by 1.7x) moves both; a
+    ratio of the medians over the rounds would take that step for a
+    difference between the configurations."""
+    by_round = times_by_round(result)
     out = []
     for s in result.setups:
         case = f"setup={s['setup']}"
-        ratios = [t[other] / t["stairs"] for t in times.get(case, {}).values()
-                  if other in t and t.get("stairs", 0) > 0]
+        ratios = round_ratios(by_round.get(("8", case, other), {}),
+                              by_round.get(("8", case, "stairs"), {}))
         if ratios:
             out.append((case, statistics.median(ratios)))
     return out
