@@ -420,3 +420,33 @@ def test_differ_reports_a_real_difference(pg_dsn):
     finally:
         differ.conn.close()
 
+
+def test_a_statement_timeout_is_a_failure_only_where_vanilla_is_fast(pg_dsn):
+    """The eddy running past the statement timeout is a failure when
+    PostgreSQL, run again under the same core settings, is fast; when
+    PostgreSQL takes a third of the timeout or more it is *slow*, not a
+    failure (the fuzzer's seed 4242: both plans rescanned a parallel Gather
+    1,731 times under parallel_setup_cost = 0, about 90 s either way)."""
+    differ = Differ(pg_dsn)
+    try:
+        differ.load_schema(3)
+        differ.timeout_s = 0.3
+        differ.conn.execute("SET statement_timeout = '300ms'")
+        s = {"routing_policy": "rank", "reopt_frequency": 100, "join_method": "hash",
+             "pg__work_mem": "4MB"}
+        join = "SELECT count(*) FROM r1 AS t1 JOIN r2 AS t2 ON t1.id = t2.id WHERE "
+        slow = join + "delay(t1.b, 5000) IS NOT NULL"
+        # as in the fuzzer's loop: the first vanilla run, under other
+        # settings, returned rows
+        first = ("rows", [(0,)])
+        verdict, detail, has = differ.check(slow, s, False, first)
+        assert (verdict, has) == ("slow", True), detail
+        assert "vanilla under the same core settings: ERROR 57014" in detail, detail
+        eddy_only = join + ("delay(t1.b, CASE current_setting('eddy.enabled') "
+                            "WHEN 'on' THEN 5000 ELSE 0 END) IS NOT NULL")
+        verdict, detail, has = differ.check(eddy_only, s, False, first)
+        assert (verdict, has) == ("eddy-error", True), detail
+        assert "vanilla under the same core settings: 1 rows" in detail, detail
+        assert "eddy: ERROR 57014" in detail and "statement timeout" in detail, detail
+    finally:
+        differ.conn.close()

@@ -72,6 +72,11 @@ def run(dsn: str, *, queries: int, seed: int, schema_every: int = 250,
                 if len(stats.plan_dependent_examples) < 3:
                     stats.plan_dependent_examples.append(
                         f"gen seed {gen.seed} #{q.number} {s}\n{q.sql}\n{detail}")
+            elif verdict == "slow":
+                stats.slow += 1
+                if len(stats.slow_examples) < 3:
+                    stats.slow_examples.append(
+                        f"gen seed {gen.seed} #{q.number} {s}\n{q.sql}\n{detail}")
             elif verdict != "ok":
                 fail = Failure(verdict, q.sql, s, q.ordered, detail, differ.schema_seed or 0,
                                f"gen seed {gen.seed} #{q.number}")
@@ -128,6 +133,8 @@ def main(argv: list[str] | None = None) -> int:
         print("\n" + f.describe())
     for example in stats.plan_dependent_examples:
         print("\nplan-dependent (not a failure):\n" + example)
+    for example in stats.slow_examples:
+        print("\nslow in both (not a failure):\n" + example)
     if args.report:
         doc = asdict(stats)
         doc["settings_seen"] = sorted(map(list, stats.settings_seen))

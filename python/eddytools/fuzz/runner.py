@@ -33,6 +33,14 @@ Comparison rules (``compare``):
   or when PostgreSQL raises it scanning one base relation under the Filter
   its full-scan plan gives that relation (``Differ.scan_probes``: the
   relations of a view too, which ``relation_probes`` cannot see);
+- the eddy runs past the statement timeout and PostgreSQL does not: a
+  failure, unless PostgreSQL, run again under the same core settings as the
+  eddy (parallel costs, work_mem: a setting carries over from one
+  comparison to the next, so the first vanilla run may have had others),
+  takes a third of the timeout or more: *slow* (counted, with examples).
+  Such a query is slow in both (found by the fuzzer, schema seed 4242006:
+  with parallel_setup_cost = 0 both plans rescan a Gather 1,731 times, 90 s
+  either way, and the first vanilla run had the default costs);
 - a lost connection: a backend crash (assertion failure or signal).
 """
 
@@ -68,6 +76,7 @@ from eddytools.sqlast import DIALECT, FROM_KEY, aliases_in, and_, conjuncts, par
 POLICIES = ("rank", "lottery", "fixed", "random", "cumulative")
 REOPT_FREQUENCIES = (1, 10, 100, 1000, 100000)
 JOIN_METHODS = ("auto", "hash", "index")
+STATEMENT_TIMEOUT_S = 60.0
 
 
 class BackendCrash(Exception):
@@ -107,6 +116,11 @@ def compare(got: tuple, want: tuple, ordered: bool) -> str:
     else:
         same = multiset(got[1]) == multiset(want[1])
     return "ok" if same else "rows"
+
+
+def timed_out(o: tuple) -> bool:
+    """Was the outcome the statement timeout (57014, not a user's cancel)?"""
+    return o[0] == "error" and o[1] == "57014" and "statement timeout" in o[2]
 
 
 def show(o: tuple) -> str:
@@ -159,6 +173,8 @@ class Stats:
     tolerated: int = 0
     plan_dependent: int = 0  # eddy raised; PostgreSQL raised too with full scans
     plan_dependent_examples: list[str] = field(default_factory=list)
+    slow: int = 0  # eddy ran past the timeout; PostgreSQL took a third of it or more
+    slow_examples: list[str] = field(default_factory=list)
     vanilla_errors: int = 0
     failures: list[Failure] = field(default_factory=list)
     by_relations: dict[int, int] = field(default_factory=dict)
@@ -174,7 +190,8 @@ class Stats:
                 f"plans ({pshare:.1%}); {self.vanilla_errors} queries raise in vanilla, "
                 f"{self.tolerated} tolerated (vanilla raised, eddy returned rows), "
                 f"{self.plan_dependent} plan-dependent (eddy raised, as vanilla does "
-                f"with full scans); "
+                f"with full scans); {self.slow} slow (eddy timed out, vanilla took a third "
+                f"of the timeout or more under the same settings); "
                 f"{len(self.failures)} failures\n"
                 f"relations: {dict(sorted(self.by_relations.items()))}\n"
                 f"shapes: {dict(sorted(self.by_shape.items()))}\n"
@@ -189,6 +206,7 @@ class Differ:
     def __init__(self, dsn: str, log: Callable[[str], None] = lambda s: None) -> None:
         self.dsn = dsn
         self.log = log
+        self.timeout_s = STATEMENT_TIMEOUT_S
         self.conn = self._connect()
         self.schema_seed: int | None = None
 
@@ -199,7 +217,7 @@ class Differ:
                 conn = connect(self.dsn)
                 conn.execute("CREATE EXTENSION IF NOT EXISTS eddy")
                 conn.execute("SET search_path = fz, public")
-                conn.execute("SET statement_timeout = '60s'")
+                conn.execute(f"SET statement_timeout = '{round(self.timeout_s * 1000)}ms'")
                 return conn
             except psycopg.OperationalError:
                 if time.monotonic() > deadline:
@@ -247,6 +265,17 @@ class Differ:
             return "crash", str(e), True
         verdict = compare(got, want, ordered)
         detail = f"eddy: {show(got)}\nvanilla: {show(want)}"
+        if verdict == "eddy-error" and timed_out(got):
+            try:
+                seconds, alt = self.vanilla_timed(query, settings)
+            except BackendCrash as e:
+                self.reconnect()
+                return "crash", f"vanilla under the same core settings: {e}", has
+            detail += (f"\nvanilla under the same core settings: {show(alt)} "
+                       f"in {seconds:.1f} s")
+            if timed_out(alt) or seconds >= self.timeout_s / 3:
+                return "slow", detail, has
+            return verdict, detail, has
         if verdict in ("eddy-error", "error-code"):
             try:
                 alt = self.vanilla_full_scans(query)
@@ -265,6 +294,15 @@ class Differ:
                         detail += f"\nvanilla raises it joining fewer relations: {probe}"
                         break
         return verdict, detail, has
+
+    def vanilla_timed(self, query: str, settings: dict) -> tuple[float, tuple]:
+        """(seconds, outcome) of PostgreSQL's plan under the core settings
+        (``pg__``) of ``settings``, as the eddy ran."""
+        set_gucs(self.conn, enabled="off",
+                 **{k: v for k, v in settings.items() if k.startswith("pg__")})
+        t0 = time.monotonic()
+        got = outcome(self.conn, query)
+        return time.monotonic() - t0, got
 
     FULL_SCANS = ("enable_nestloop", "enable_indexscan", "enable_bitmapscan",
                   "enable_indexonlyscan")
