@@ -33,6 +33,7 @@ from eddytools.fuzz.runner import (
     Stats,
     clause_probes,
     compare,
+    conjunct_groups,
     nested_loop_probes,
     outcome,
     relation_probes,
@@ -44,7 +45,7 @@ from eddytools.sqlast import DIALECT, honest, is_ordered
 __all__ = [
     "DIALECT", "JOIN_METHODS", "MAX_RELATIONS", "POLICIES", "REOPT_FREQUENCIES", "BackendCrash",
     "Differ", "Failure", "FuzzQuery", "FuzzQueryGenerator", "Stats", "candidates", "clause_probes",
-    "compare", "honest", "is_ordered", "main", "minimise", "minimise_failure",
+    "compare", "conjunct_groups", "honest", "is_ordered", "main", "minimise", "minimise_failure",
     "nested_loop_probes", "outcome", "relation_probes", "run", "save_regression",
     "scan_probes_of", "settings_for",
 ]

@@ -33,6 +33,18 @@ Comparison rules (``compare``):
   or when PostgreSQL raises it scanning one base relation under the Filter
   its full-scan plan gives that relation (``Differ.scan_probes``: the
   relations of a view too, which ``relation_probes`` cannot see);
+- both raise data errors (SQLSTATE class 22) with different codes, and
+  PostgreSQL raises the eddy's once the conjuncts that raise PostgreSQL's
+  own error by themselves are left out of a relation or clause probe
+  (``Differ.unraising_probes``): *plan-dependent*.  The query's rows raise
+  both errors, and which one a plan meets first is the order in which it
+  reads rows and evaluates conjuncts, which SQL leaves open (found by the
+  fuzzer, schema seed 4244014: ``u1.b / (u2.a - u3.a) < 27 AND SQRT(u1.a) <
+  4``; PostgreSQL's scan of u1 meets a negative a first, the eddy, reading
+  its sources interleaved, joins a u1 row whose a is positive with a u2
+  and a u3 whose a are equal first).  Only conjuncts that raise are left
+  out, never a guard that does not, so a predicate run before its guard is
+  still caught;
 - the eddy runs past the statement timeout and PostgreSQL does not: a
   failure, unless PostgreSQL, run again under the same core settings as the
   eddy (parallel costs, work_mem: a setting carries over from one
@@ -293,7 +305,42 @@ class Differ:
                         verdict = "plan-dependent"
                         detail += f"\nvanilla raises it joining fewer relations: {probe}"
                         break
+        if (verdict == "error-code" and got[1].startswith("22")
+                and want[1].startswith("22")):
+            for probe in self.unraising_probes(query, want[1]):
+                o = self.vanilla(probe)
+                if o[0] == "error" and o[1] == got[1]:
+                    verdict = "plan-dependent"
+                    detail += ("\nvanilla raises it without the conjuncts that raise "
+                               f"its own error: {probe}")
+                    break
         return verdict, detail, has
+
+    def unraising_probes(self, query: str, code: str) -> list[str]:
+        """The relation and clause probes (conjunct_groups) with every
+        conjunct left out that raises ``code`` by itself, counted over just
+        its own relations (at most two of them; a conjunct over more is
+        kept): what PostgreSQL evaluates on the rows that do not raise its
+        own error.  Conjuncts that raise nothing stay, guards included.  A
+        probe is given only where something was left out and something
+        remains."""
+        probes: list[str] = []
+        raises: dict[str, bool] = {}
+        for tables, names, with_it in conjunct_groups(query):
+            keep = []
+            for d in with_it:
+                over = aliases_in(d)
+                solo = count_probe(tables, over, [d])
+                if solo not in raises:
+                    o = self.vanilla(solo) if len(over) <= 2 else ("rows", [])
+                    raises[solo] = o[0] == "error" and o[1] == code
+                if not raises[solo]:
+                    keep.append(d)
+            if keep and len(keep) < len(with_it):
+                probe = count_probe(tables, names, keep)
+                if probe not in probes:
+                    probes.append(probe)
+        return probes
 
     def vanilla_timed(self, query: str, settings: dict) -> tuple[float, tuple]:
         """(seconds, outcome) of PostgreSQL's plan under the core settings
@@ -382,6 +429,31 @@ def _join_conjuncts(query: str) -> list[tuple[dict[str, exp.Table], set[str],
             if len(names) >= 2 and names <= tables.keys():
                 found.append((tables, names, [d for d in conj if aliases_in(d) <= names]))
     return found
+
+
+def count_probe(tables: dict[str, exp.Table], names: set[str],
+                conj: list[exp.Expr]) -> str:
+    """A count over the relations ``names`` of ``tables`` under ``conj``."""
+    froms = ", ".join(tables[a].sql(dialect=DIALECT) for a in sorted(names))
+    return (f"SELECT COUNT(*) FROM {froms} WHERE "
+            + and_([d.copy() for d in conj]).sql(dialect=DIALECT))
+
+
+def conjunct_groups(query: str) -> list[tuple[dict[str, exp.Table], set[str],
+                                              list[exp.Expr]]]:
+    """What relation_probes and clause_probes count, as (the block's base
+    relations by alias, the relations counted, the conjuncts over them):
+    every base relation under its own restrictions, and every conjunct over
+    two or more relations with its guards (_join_conjuncts)."""
+    groups = []
+    for relations, conj in _inner_blocks(query):
+        tables = {t.alias_or_name: t for t in relations if isinstance(t, exp.Table)}
+        for alias in tables:
+            own = [c for c in conj if aliases_in(c) == {alias}
+                   and not c.find(exp.Subquery, exp.Select)]
+            if own:
+                groups.append((tables, {alias}, own))
+    return groups + _join_conjuncts(query)
 
 
 def clause_probes(query: str) -> list[str]:
