@@ -700,10 +700,16 @@ def largest_intermediate(aliases: list[str], edges: list[Edge], rows: dict[str, 
     best = 0.0
     for n in range(2, len(aliases) + 1):
         for subset in itertools.combinations(aliases, n):
-            inside = [e for e in edges if e.a in subset and e.b in subset]
-            if len(inside) == n - 1:        # a tree: connected iff n - 1 edges
+            if connected(subset, edges):
                 best = max(best, join_size(subset, edges, rows, selections))
     return best
+
+
+def connected(subset: Sequence[str], edges: list[Edge]) -> bool:
+    """Are the relations of ``subset`` connected by the query's edges?  The
+    join graphs are trees (paths and stars), so a subset is connected iff it
+    holds one edge fewer than relations."""
+    return sum(e.a in subset and e.b in subset for e in edges) == len(subset) - 1
 
 
 def subset_size(setup: Setup, subset: list[str]) -> float:
@@ -724,11 +730,11 @@ def plan_excess(setup: Setup) -> float:
     left-deep plan without cross products: how much a router that found the
     best plan could save, by the estimates.  Near 1, the random plan is
     already about as good as any, and an eddy can only tie it."""
-    def connected(order: tuple[str, ...]) -> bool:
+    def no_cross_product(order: tuple[str, ...]) -> bool:
         return all(any({e.a, e.b} == {order[k], x} for e in setup.edges for x in order[:k])
                    for k in range(1, len(order)))
     best = min(plan_tuples(setup, list(o))
-               for o in itertools.permutations(setup.tables) if connected(o))
+               for o in itertools.permutations(setup.tables) if no_cross_product(o))
     return plan_tuples(setup, setup.order) / best if best > 0 else 1.0
 
 
@@ -740,10 +746,6 @@ def best_plan_tuples(setup: Setup) -> float:
     connected halves of the halves' tuples, plus the set's result."""
     aliases = sorted(setup.tables)
 
-    def connected(subset: tuple[str, ...]) -> bool:
-        inside = [e for e in setup.edges if e.a in subset and e.b in subset]
-        return len(subset) == 1 or len(inside) == len(subset) - 1   # a tree
-
     @functools.cache
     def best(subset: tuple[str, ...]) -> float:
         size = subset_size(setup, list(subset))
@@ -753,7 +755,8 @@ def best_plan_tuples(setup: Setup) -> float:
         for k in range(1, len(subset)):
             for left in itertools.combinations(subset, k):
                 right = tuple(a for a in subset if a not in left)
-                if subset[0] in left and connected(left) and connected(right):
+                if (subset[0] in left and connected(left, setup.edges)
+                        and connected(right, setup.edges)):
                     parts.append(best(left) + best(right))
         return size + min(parts)
 

@@ -319,8 +319,8 @@ class Differ:
     def unraising_probes(self, query: str, code: str) -> list[str]:
         """The relation and clause probes (conjunct_groups) with every
         conjunct left out that raises ``code`` by itself, counted over just
-        its own relations (at most two of them; a conjunct over more is
-        kept): what PostgreSQL evaluates on the rows that do not raise its
+        its own relations (one or two of them; a conjunct over more, or
+        over none, is kept): what PostgreSQL evaluates on the rows that do not raise its
         own error.  Conjuncts that raise nothing stay, guards included.  A
         probe is given only where something was left out and something
         remains."""
@@ -332,7 +332,7 @@ class Differ:
                 over = aliases_in(d)
                 solo = count_probe(tables, over, [d])
                 if solo not in raises:
-                    o = self.vanilla(solo) if len(over) <= 2 else ("rows", [])
+                    o = self.vanilla(solo) if 0 < len(over) <= 2 else ("rows", [])
                     raises[solo] = o[0] == "error" and o[1] == code
                 if not raises[solo]:
                     keep.append(d)
@@ -445,6 +445,15 @@ def conjunct_groups(query: str) -> list[tuple[dict[str, exp.Table], set[str],
     relations by alias, the relations counted, the conjuncts over them):
     every base relation under its own restrictions, and every conjunct over
     two or more relations with its guards (_join_conjuncts)."""
+    return _relation_groups(query) + _join_conjuncts(query)
+
+
+def _relation_groups(query: str) -> list[tuple[dict[str, exp.Table], set[str],
+                                               list[exp.Expr]]]:
+    """For every base relation of every block of ``query`` with
+    restrictions of its own (the conjuncts without a subquery that name only
+    it): the block's base relations by alias, the relation, and those
+    conjuncts."""
     groups = []
     for relations, conj in _inner_blocks(query):
         tables = {t.alias_or_name: t for t in relations if isinstance(t, exp.Table)}
@@ -453,7 +462,7 @@ def conjunct_groups(query: str) -> list[tuple[dict[str, exp.Table], set[str],
                    and not c.find(exp.Subquery, exp.Select)]
             if own:
                 groups.append((tables, {alias}, own))
-    return groups + _join_conjuncts(query)
+    return groups
 
 
 def clause_probes(query: str) -> list[str]:
@@ -467,9 +476,7 @@ def clause_probes(query: str) -> list[str]:
     caught."""
     probes: list[str] = []
     for tables, names, with_it in _join_conjuncts(query):
-        froms = ", ".join(tables[a].sql(dialect=DIALECT) for a in sorted(names))
-        probe = (f"SELECT COUNT(*) FROM {froms} WHERE "
-                 + and_([d.copy() for d in with_it]).sql(dialect=DIALECT))
+        probe = count_probe(tables, names, with_it)
         if probe not in probes:
             probes.append(probe)
     return probes
@@ -541,16 +548,6 @@ def relation_probes(query: str) -> list[str]:
     relation under its own restrictions (the conjuncts of WHERE and inner ON
     that name only it) -- what PostgreSQL evaluates when it scans that
     relation by itself, as an eddy's source scan does."""
-    probes = []
-    for relations, conj in _inner_blocks(query):
-        for t in relations:
-            if not isinstance(t, exp.Table):
-                continue
-            alias = t.alias_or_name
-            own = [c for c in conj if aliases_in(c) == {alias}
-                   and not c.find(exp.Subquery, exp.Select)]
-            if own:
-                probes.append(exp.select(exp.Count(this=exp.Star())).from_(t.copy()).where(
-                    and_([c.copy() for c in own])).sql(dialect=DIALECT))
-    return probes
+    return [count_probe(tables, names, own)
+            for tables, names, own in _relation_groups(query)]
 
