@@ -216,6 +216,21 @@ enum ShjPrivateIndex
 	ShjPrivNumItems
 };
 
+/*
+ * custom_private and custom_exprs read back: the hash operators and their
+ * collations per key, and custom_exprs cut into its four lists.
+ */
+typedef struct ShjPlanLists
+{
+	List	   *ops;
+	List	   *colls;
+	int			nkeys;
+	List	   *keys[2];		/* outer keys, inner keys */
+	List	   *joinquals;
+	List	   *onetime_quals;
+	bool		inner_unique;
+} ShjPlanLists;
+
 struct ShjState;
 
 /* One input of the join at run time */
@@ -583,6 +598,29 @@ shj_sublist(List *list, int start, int count)
 	return list_copy_head(list_copy_tail(list, start), count);
 }
 
+/* Read custom_private and cut custom_exprs as ShjPrivateIndex documents */
+static void
+shj_plan_lists(CustomScan *cscan, ShjPlanLists *pl)
+{
+	List	   *exprs = cscan->custom_exprs;
+	int			nexprs = list_length(exprs);
+	int			njoinquals = intVal(list_nth(cscan->custom_private,
+											 ShjPrivNumJoinQuals));
+
+	Assert(list_length(cscan->custom_private) == ShjPrivNumItems);
+	pl->ops = list_nth(cscan->custom_private, ShjPrivHashOperators);
+	pl->colls = list_nth(cscan->custom_private, ShjPrivHashCollations);
+	pl->nkeys = list_length(pl->ops);
+	Assert(pl->nkeys > 0 && nexprs >= 2 * pl->nkeys + njoinquals);
+	pl->keys[SHJ_OUTER] = shj_sublist(exprs, 0, pl->nkeys);
+	pl->keys[SHJ_INNER] = shj_sublist(exprs, pl->nkeys, pl->nkeys);
+	pl->joinquals = shj_sublist(exprs, 2 * pl->nkeys, njoinquals);
+	pl->onetime_quals = shj_sublist(exprs, 2 * pl->nkeys + njoinquals,
+									nexprs - 2 * pl->nkeys - njoinquals);
+	pl->inner_unique = intVal(list_nth(cscan->custom_private,
+									   ShjPrivInnerUnique)) != 0;
+}
+
 /* Shift INDEX_VAR references of a key down to its child's columns */
 static Node *
 shj_shift_vars_mutator(Node *node, int *offset)
@@ -734,42 +772,30 @@ shj_begin(CustomScanState *node, EState *estate, int eflags)
 {
 	ShjState   *state = (ShjState *) node;
 	CustomScan *cscan = (CustomScan *) node->ss.ps.plan;
-	List	   *ops = list_nth(cscan->custom_private, ShjPrivHashOperators);
-	List	   *colls = list_nth(cscan->custom_private, ShjPrivHashCollations);
-	int			njoinquals = intVal(list_nth(cscan->custom_private,
-											 ShjPrivNumJoinQuals));
-	int			nkeys = list_length(ops);
-	List	   *exprs = cscan->custom_exprs;
-	int			nexprs = list_length(exprs);
+	ShjPlanLists pl;
 	int			s;
 
-	Assert(list_length(cscan->custom_private) == ShjPrivNumItems);
-	Assert(nkeys > 0 && nexprs >= 2 * nkeys + njoinquals);
+	shj_plan_lists(cscan, &pl);
 	/* the planner adds a Material node where these are needed */
 	Assert(!(eflags & (EXEC_FLAG_BACKWARD | EXEC_FLAG_MARK)));
 
-	state->inner_unique = intVal(list_nth(cscan->custom_private,
-										  ShjPrivInnerUnique)) != 0;
+	state->inner_unique = pl.inner_unique;
 	shj_init_side(state, SHJ_OUTER, linitial(cscan->custom_plans),
-				  shj_sublist(exprs, 0, nkeys), estate, eflags);
+				  pl.keys[SHJ_OUTER], estate, eflags);
 	shj_init_side(state, SHJ_INNER, lsecond(cscan->custom_plans),
-				  shj_sublist(exprs, nkeys, nkeys), estate, eflags);
+				  pl.keys[SHJ_INNER], estate, eflags);
 	node->custom_ps = list_make2(state->side[SHJ_OUTER].ps,
 								 state->side[SHJ_INNER].ps);
 	Assert(state->side[SHJ_OUTER].natts + state->side[SHJ_INNER].natts ==
 		   node->ss.ss_ScanTupleSlot->tts_tupleDescriptor->natts);
 
 	/* the join and one-time quals run on the combined (virtual) tuple */
-	state->joinqual = ExecInitQual(shj_sublist(exprs, 2 * nkeys, njoinquals),
-								   &node->ss.ps);
-	state->onetime_qual =
-		ExecInitQual(shj_sublist(exprs, 2 * nkeys + njoinquals,
-								 nexprs - 2 * nkeys - njoinquals),
-					 &node->ss.ps);
+	state->joinqual = ExecInitQual(pl.joinquals, &node->ss.ps);
+	state->onetime_qual = ExecInitQual(pl.onetime_quals, &node->ss.ps);
 	state->key_econtext = CreateExprContext(estate);
-	state->insert_keys = palloc0(sizeof(Datum) * nkeys);
+	state->insert_keys = palloc0(sizeof(Datum) * pl.nkeys);
 
-	StairJoinKeysInit(&state->keys, ops, colls);
+	StairJoinKeysInit(&state->keys, pl.ops, pl.colls);
 	/* the arena's context is a child of the per-query one, ShjState in it */
 	EddyArenaInit(&state->arena,
 				  AllocSetContextCreate(CurrentMemoryContext,
@@ -1507,13 +1533,7 @@ static void
 shj_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 {
 	ShjState   *state = (ShjState *) node;
-	CustomScan *cscan = (CustomScan *) node->ss.ps.plan;
-	List	   *ops = list_nth(cscan->custom_private, ShjPrivHashOperators);
-	List	   *colls = list_nth(cscan->custom_private, ShjPrivHashCollations);
-	int			njoinquals = intVal(list_nth(cscan->custom_private,
-											 ShjPrivNumJoinQuals));
-	int			nkeys = list_length(ops);
-	List	   *exprs = cscan->custom_exprs;
+	ShjPlanLists pl;
 	List	   *hashcond = NIL;
 	bool		useprefix = list_length(es->rtable) > 1 || es->verbose;
 	List	   *context;
@@ -1523,25 +1543,26 @@ shj_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 	context = set_deparse_context_plan(es->deparse_cxt, node->ss.ps.plan,
 									   ancestors);
 
-	for (i = 0; i < nkeys; i++)
+	shj_plan_lists((CustomScan *) node->ss.ps.plan, &pl);
+	for (i = 0; i < pl.nkeys; i++)
 		hashcond = lappend(hashcond,
-						   make_opclause(list_nth_oid(ops, i), BOOLOID, false,
-										 list_nth(exprs, i),
-										 list_nth(exprs, nkeys + i),
-										 InvalidOid, list_nth_oid(colls, i)));
+						   make_opclause(list_nth_oid(pl.ops, i), BOOLOID,
+										 false,
+										 list_nth(pl.keys[SHJ_OUTER], i),
+										 list_nth(pl.keys[SHJ_INNER], i),
+										 InvalidOid,
+										 list_nth_oid(pl.colls, i)));
 	shj_show_qual(hashcond, "Hash Cond", context, useprefix, es);
-	shj_show_qual(shj_sublist(exprs, 2 * nkeys, njoinquals),
-				  "Join Filter", context, useprefix, es);
+	shj_show_qual(pl.joinquals, "Join Filter", context, useprefix, es);
 	/* as explain.c's show_instrumentation_count */
-	if (njoinquals > 0 && es->analyze && instr != NULL &&
+	if (pl.joinquals != NIL && es->analyze && instr != NULL &&
 		(instr->nfiltered1 > 0 || es->format != EXPLAIN_FORMAT_TEXT))
 		ExplainPropertyFloat("Rows Removed by Join Filter", NULL,
 							 instr->nloops > 0 ?
 							 instr->nfiltered1 / instr->nloops : 0.0,
 							 0, es);
-	shj_show_qual(shj_sublist(exprs, 2 * nkeys + njoinquals,
-							  list_length(exprs) - 2 * nkeys - njoinquals),
-				  "One-Time Filter", context, useprefix, es);
+	shj_show_qual(pl.onetime_quals, "One-Time Filter", context, useprefix,
+				  es);
 	if (es->verbose)
 		ExplainPropertyBool("Inner Unique", state->inner_unique, es);
 	shj_explain_schedule(state, es->analyze && instr != NULL, es);
