@@ -4,7 +4,8 @@
  *	  Eddy paths and plans: what planner.c calls once a block qualifies.
  *
  * plan.c turns one relation's scan path into a selection eddy; plan_join.c
- * turns a join block into a join eddy.  Both make plans whose
+ * turns a join block into a join eddy (with the files plan_join.h
+ * declares, which planner.c does not see).  Both make plans whose
  * custom_private follows private.h.
  *
  *-------------------------------------------------------------------------
@@ -28,6 +29,8 @@ extern List *EddySelectionPrivate(uint32 sources, List *prereqs, int expr_index,
 extern Path *EddyCreateJoinPath(PlannerInfo *root, RelOptInfo *joinrel,
 								 List *initial_rels, bool sub_block,
 								 Path **partial);
+
+/* semijoin.c */
 extern Index EddySemiJoinRel(PlannerInfo *root, SpecialJoinInfo *sjinfo);
 
 #endif							/* EDDY_PLAN_H */
