@@ -632,9 +632,10 @@ EddySourcePath(RelOptInfo *rel, bool needs_projection, bool parallel_safe,
  *		Path: the phases of EddyCreateJoinPath (plan_join.c)
  *
  * Every phase works on the EddyJoinPath under construction and local
- * lists; none touches PostgreSQL's paths.  Only the last one, once every
- * check has passed, gives the source paths the eddy's target lists, so a
- * block that falls back to the vanilla plan leaves it as it was.
+ * lists; none touches PostgreSQL's paths.  Only the driver's last step
+ * (make_join_path, plan_join.c), once every check and gate has passed,
+ * gives the source paths the eddy's target lists, so a block that falls
+ * back to the vanilla plan leaves it as it was.
  * ----------------------------------------------------------------
  */
 
@@ -1083,7 +1084,7 @@ EddyParameterizedScanLost(EddyJoinPath *jp, Path *path)
 }
 
 /* ----------------------------------------------------------------
- *		Helpers of the other phases
+ *		Helpers of the driver and of the other phase files
  * ----------------------------------------------------------------
  */
 

@@ -32,22 +32,82 @@
  * EddyCreateJoinPath runs in phases: collect the clauses and PostgreSQL's
  * build order; classify the clauses into candidate edges and selections;
  * mark PostgreSQL's index nested loops; choose the spanning tree; index
- * joins (join_method = index); which relations are scanned; then the
- * checks (no relation PostgreSQL reaches through a parameterized path left
- * to a full scan, EddyParameterizedScanLost; module count, columns per
- * relation and the path that scans each; the estimated join state and
- * the reading order).  Any of them may still give up, so none
- * touches PostgreSQL's paths: only once the eddy is certain do the chosen
- * scan paths get the eddy's target lists (make_join_path), and a block that
- * falls back keeps its vanilla plan exactly as PostgreSQL made it.
- * Last, the parallel decision (plan_parallel.c): where possible
- * the eddy gets a partial twin for the relation's partial_pathlist, and
- * where PostgreSQL would run the block in parallel (a Gather over its
- * partial plan, or its cheapest plan running joins below a Gather inside
- * the block) and the twin would cost more than that plan, the block keeps
- * PostgreSQL's plan; the serial eddy takes the cost of PostgreSQL's
- * cheapest plan that runs no join in parallel (EddySerialCostBasis).
- * EddyPlanJoinPath (plan_build.c) makes the plan.
+ * joins (join_method = index); which relations are scanned; the module
+ * count, the columns per relation and the path that scans each; the
+ * estimated join state and the reading order (join_state.c); the parallel
+ * twin (plan_parallel.c): where possible the eddy gets a partial twin for
+ * the relation's partial_pathlist; and last the gates (below).  Any of
+ * them may still give up, so none touches PostgreSQL's paths: only once
+ * the eddy is certain do the chosen scan paths get the eddy's target lists
+ * (make_join_path), and a block that falls back keeps its vanilla plan
+ * exactly as PostgreSQL made it.  The serial eddy takes the cost of
+ * PostgreSQL's cheapest plan that runs no join in parallel
+ * (EddySerialCostBasis).  EddyPlanJoinPath (plan_build.c) makes the plan.
+ *
+ * Gates.  Two kinds of decision keep PostgreSQL's plan, each with its
+ * reason at DEBUG1.  Refusals of what the eddy cannot do stay in the
+ * phases that find them, since a later phase needs what they check: a
+ * semi or anti join of another shape (semijoin.c), one PostgreSQL makes
+ * by hashing or merging or whose inner relation no index join reaches,
+ * more modules than a done bitmap has bits (EDDY_MAX_MODULES), placeholder
+ * variables, a column of a partitioned or inheritance parent missing from
+ * its target, and a relation with no unparameterized path returning the
+ * columns the eddy needs (join_graph.c).  They have no threshold.  The
+ * accept/decline policy, whether an eddy the planner could build is worth
+ * it, is one function, join_gates, run once every phase has passed, in
+ * this order:
+ *
+ *	 gate			keeps PostgreSQL's plan when; why; the measurement
+ *
+ *	 parameterized	(eddy.join_method = auto) PostgreSQL reaches a relation
+ *	 scan lost		through a parameterized path (a nested loop's inner
+ *					index, index-only or bitmap scan) and the eddy has no
+ *					index join into it (EddyParameterizedScanLost); the
+ *					eddy would scan it whole.  A star whose fact table
+ *					PostgreSQL probes by a bitmap index scan per dimension
+ *					row took 13 times as long.  No threshold.
+ *	 parallel plan,	PostgreSQL would run the block in parallel (a Gather
+ *	 no twin		over its partial plan costs less than its serial plan,
+ *					or its plan runs joins under a Gather) and no parallel
+ *					twin is possible.  A serial eddy took 1.8-1.9x
+ *					PostgreSQL's parallel plan on TPC-H Q3, Q5 and Q8
+ *					(commit 05c8648).  No threshold.
+ *	 parallel plan,	... and a Gather over the twin costs more than
+ *	 dearer twin	EDDY_PARALLEL_TOLERANCE (1.01) times a Gather over
+ *					PostgreSQL's partial plan (an exchange twin under
+ *					eddy.parallel_exchange = always passes).  The 1.01 was
+ *					set, not measured: commit 05c8648 gives only "1% more:
+ *					reading a small relation whole in every process".  One
+ *					query, TPC-H Q10 (parallel workers, 64MB: the serial
+ *					eddy 1.25x PostgreSQL's parallel plan), is why a twin
+ *					within the tolerance is costed as PostgreSQL's partial
+ *					plan.
+ *	 certain spill	neither the serial eddy's estimated state nor the twin's
+ *					share fits in eddy.max_memory, and the tables stored for
+ *					certain (certain_rows, join_state.c) already exceed it:
+ *					it would spill for certain.  TPC-H orders joined to
+ *					lineitem under PostgreSQL's defaults: a spilled eddy
+ *					1.28x PostgreSQL's plan.  The threshold is the limit.
+ *	 likely spill	no twin, the serial state does not fit, and its likely
+ *					state (likely_index_rows, join_state.c) exceeds
+ *					EDDY_LIKELY_MARGIN (0.9) of the limit.  The margin rests
+ *					on one query, TPC-H Q7 at work_mem 4MB with no worker:
+ *					31.9 MB likely for a 32 MB limit, a peak of 33.5 MB,
+ *					7.3 s spilled against PostgreSQL's 3.3 s (commit 53607f1,
+ *					whose other query, Q9, 90 MB likely for 64 MB, 7.5 s
+ *					against 4.9 s, is over the limit with any margin; Q18,
+ *					24.7 MB likely, peaks at 20.4 MB: the estimate is no
+ *					bound either way).
+ *	 parallel		every serial path PostgreSQL has for the block runs
+ *	 joins, no twin	joins under a Gather (EddySerialCostBasis: TPC-H Q21
+ *					under PostgreSQL's defaults), so a serial eddy has no
+ *					cost to take, and no twin is possible.  No threshold.
+ *
+ * Past the gates the serial eddy is offered, with its twin if there is
+ * one; only the twin where only the twin's share fits in eddy.max_memory
+ * (logged at DEBUG1) or PostgreSQL's every serial path runs joins in
+ * parallel.  A serial eddy whose state does not fit is offered all the
+ * same (it spills, spill.c; logged at DEBUG1).
  *
  *-------------------------------------------------------------------------
  */
@@ -75,11 +135,20 @@
 #include "plan_join.h"
 #include "private.h"
 
-/* The share of eddy.max_memory a likely state may reach (EddyCreateJoinPath) */
+/* The share of eddy.max_memory a likely state may reach (join_gates, header) */
 #define EDDY_LIKELY_MARGIN	0.9
 
-/* How much more than PostgreSQL's parallel plan a parallel twin may cost */
+/* How much more than PostgreSQL's parallel plan a twin may cost (header) */
 #define EDDY_PARALLEL_TOLERANCE 1.01
+
+/* What the gates (join_gates) offer */
+typedef enum EddyJoinOffer
+{
+	EDDY_OFFER_NONE,			/* PostgreSQL's plan stays */
+	EDDY_OFFER_SERIAL,			/* the serial eddy, and its twin if any */
+	EDDY_OFFER_TWIN_ONLY		/* only the twin (PostgreSQL's serial plans
+								 * stay beside it) */
+} EddyJoinOffer;
 
 static const CustomPathMethods eddy_join_path_methods = {
 	.CustomName = EDDY_NODE_NAME,
@@ -146,6 +215,134 @@ init_join_path_node(EddyJoinPath *jp, RelOptInfo *joinrel, List *custom_paths)
 }
 
 /*
+ * The gates (header): whether the block keeps PostgreSQL's plan, and if
+ * not which eddies are offered, from what the phases found.  Each gate
+ * that keeps PostgreSQL's plan logs its reason at DEBUG1.  Reads only:
+ * the caller makes the paths.
+ */
+static EddyJoinOffer
+join_gates(PlannerInfo *root, EddyJoinPath *jp, RelOptInfo *joinrel,
+		   bool serial_fits, EddyTwin *twin)
+{
+	bool		partial_fits;
+	Cost		pg_gather_cost = 0;
+
+	/* parameterized scan lost */
+	if (eddy_join_method == EDDY_JOIN_AUTO)
+	{
+		Path	   *lost = EddyParameterizedScanLost(jp, joinrel->cheapest_total_path);
+
+		if (lost != NULL)
+		{
+			elog(DEBUG1, "eddy: join block not used: PostgreSQL reaches relation \"%s\" through a parameterized %s that the eddy has no index join for, and would scan it whole",
+				 get_rel_name(planner_rt_fetch(lost->parent->relid, root)->relid),
+				 IsA(lost, BitmapHeapPath) ? "bitmap heap scan" :
+				 IsA(lost, IndexPath) ? "index scan" : "scan");
+			return EDDY_OFFER_NONE;
+		}
+	}
+
+	/* parallel plan, no twin; parallel plan, dearer twin */
+	if (EddyParallelPlanCheaper(root, joinrel, &pg_gather_cost))
+	{
+		if (twin->child == NULL)
+		{
+			elog(DEBUG1, "eddy: join block not used: PostgreSQL's plan for it is parallel, and a parallel eddy is not possible: %s; and with exchanged state: %s",
+				 twin->why_not, twin->why_no_exchange);
+			return EDDY_OFFER_NONE;
+		}
+		if (twin->cost.total > pg_gather_cost * EDDY_PARALLEL_TOLERANCE &&
+			!(twin->exchange && eddy_parallel_exchange == EDDY_EXCHANGE_ALWAYS))
+		{
+			if (twin->exchange)
+				elog(DEBUG1, "eddy: join block not used: PostgreSQL's plan for it is parallel, and a parallel eddy would cost more (%.0f against %.0f): every process replays the rows the others stored",
+					 twin->cost.total, pg_gather_cost);
+			else
+				elog(DEBUG1, "eddy: join block not used: PostgreSQL's plan for it is parallel, and a parallel eddy would cost more (%.0f against %.0f): it reads the other relations than \"%s\" whole in every process; and with exchanged state: %s",
+					 twin->cost.total, pg_gather_cost,
+					 get_rel_name(planner_rt_fetch(jp->rels[twin->rel]->relid, root)->relid),
+					 twin->why_no_exchange);
+			return EDDY_OFFER_NONE;
+		}
+
+		/*
+		 * Within the tolerance the twin is costed as PostgreSQL's partial
+		 * plan, so that above the block the choice between a serial and a
+		 * parallel plan is the one PostgreSQL made: the serial eddy must not
+		 * win by the tolerance (TPC-H Q10 with parallel workers at 64MB:
+		 * 1.25x PostgreSQL's parallel plan).  (A cost, not a gate: no gate
+		 * below reads it.)
+		 */
+		twin->cost.path_total =
+			Min(twin->cost.path_total,
+				((Path *) linitial(joinrel->partial_pathlist))->total_cost);
+	}
+
+	/*
+	 * Certain spill.  Where only the partial twin fits (each participant
+	 * stores its share of a relation), it alone is offered: the caller
+	 * keeps PostgreSQL's serial plans beside it.  Where neither fits, both
+	 * are, and the eddy spills what outgrows the limit (spill.c), unless
+	 * the tables it stores for certain already outgrow it: then it would
+	 * spill for certain, and a spilled eddy is slower than PostgreSQL's
+	 * batched hash joins (TPC-H orders joined to lineitem under
+	 * PostgreSQL's defaults, 1.28x).
+	 */
+	partial_fits = twin->child != NULL && twin->cost.fits;
+	if (!serial_fits && !partial_fits &&
+		jp->certain_state > (double) EddyMaxMemoryBytes(jp->est_nstairs))
+	{
+		elog(DEBUG1, "eddy: join block not used: its estimated join state (%.0f kB, %.0f kB of it in tables stored for certain) exceeds eddy.max_memory (%zu kB): it would spill, which PostgreSQL's batched hash joins do faster",
+			 jp->est_state / 1024, jp->certain_state / 1024,
+			 EddyMaxMemoryBytes(jp->est_nstairs) / 1024);
+		return EDDY_OFFER_NONE;
+	}
+
+	/*
+	 * Likely spill.  Likewise a serial eddy with no parallel twin whose
+	 * likely state (the tables it stores for certain, and the rows its
+	 * index joins reach by PostgreSQL's estimates of those joins) outgrows
+	 * the limit: it is likely to spill, and the batches read the sources
+	 * they do not partition, and their index joins, again (TPC-H Q7 and Q9
+	 * under PostgreSQL's defaults with no parallel worker: 2.2x and 1.5x
+	 * PostgreSQL's plan).  Where a parallel twin is offered, each
+	 * participant stores a share, and the rule above decides.  Within
+	 * EDDY_LIKELY_MARGIN of the limit counts as over: this estimate is no
+	 * bound either way (Q7: 31.9 MB likely, a peak of 33.5 MB unspilled,
+	 * the limit 32 MB; Q18: 24.7 MB, 20.4 MB).
+	 */
+	if (!serial_fits && twin->child == NULL &&
+		jp->likely_state > EDDY_LIKELY_MARGIN * (double) EddyMaxMemoryBytes(jp->est_nstairs))
+	{
+		elog(DEBUG1, "eddy: join block not used: its estimated join state (%.0f kB, %.0f kB of it likely, by PostgreSQL's estimates of the joins) exceeds eddy.max_memory (%zu kB): it would likely spill, which PostgreSQL's batched hash joins do faster",
+			 jp->est_state / 1024, jp->likely_state / 1024,
+			 EddyMaxMemoryBytes(jp->est_nstairs) / 1024);
+		return EDDY_OFFER_NONE;
+	}
+
+	/* parallel joins, no twin */
+	if ((serial_fits || !partial_fits) && jp->serial_basis != NULL)
+	{
+		if (!serial_fits && !partial_fits)
+			EddySerialStateMessage(jp);
+		return EDDY_OFFER_SERIAL;
+	}
+	if (jp->serial_basis == NULL && twin->child == NULL)
+	{
+		elog(DEBUG1, "eddy: join block not used: PostgreSQL's plan runs its joins in parallel, and no parallel eddy is possible");
+		return EDDY_OFFER_NONE;
+	}
+
+	/* only the twin */
+	if (jp->serial_basis != NULL)
+		elog(DEBUG1, "eddy: join block: only a parallel eddy fits in eddy.max_memory (%.0f kB per participant, %.0f kB serially)",
+			 twin->cost.state / 1024, jp->est_state / 1024);
+	else if (!serial_fits && !partial_fits)
+		EddySerialStateMessage(jp);
+	return EDDY_OFFER_TWIN_ONLY;
+}
+
+/*
  * Build an EddyJoinPath for the block whose final relation is joinrel, or
  * return NULL (with the reason at DEBUG1) and leave every path as it was.
  * *partial gets its partial twin (a parallel eddy), or NULL.
@@ -155,22 +352,9 @@ EddyCreateJoinPath(PlannerInfo *root, RelOptInfo *joinrel, List *initial_rels,
 				   bool sub_block, Path **partial)
 {
 	EddyJoinPath *jp;
-	Path	   *serial;
-	Path	   *partial_child;
-	Path	  **pchildren;		/* per scanned relation: the twin's source */
-	int			partial_rel = -1;
-	List	   *partial_order = NIL;
-	PartialCost partial_cost = {0, 0, 0, 0, false};
-	PartialCost exchange_cost = {0, 0, 0, 0, false};
-	Path	  **xchildren;		/* ... the exchange twin's */
-	List	   *exchange_order = NIL;
-	uint32		claimed = 0;
-	bool		exchange = false;
-	const char *why_not = NULL;
-	const char *why_no_exchange = NULL;
+	Path	   *serial = NULL;
+	EddyTwin	twin;
 	bool		serial_fits;
-	bool		partial_fits;
-	Cost		pg_gather_cost = 0;
 	List	   *clauses;
 	List	   *nestloops = NIL;
 	List	   *preferred = NIL;	/* clauses PostgreSQL joins on */
@@ -207,8 +391,9 @@ EddyCreateJoinPath(PlannerInfo *root, RelOptInfo *joinrel, List *initial_rels,
 	incoming = palloc0(sizeof(int) * jp->nrels);
 	children = palloc0(sizeof(Path *) * jp->nrels);
 
+	/* the join graph, and what the eddy cannot do (header) */
 	clauses = EddyCollectClausesAndOrder(root, jp, joinrel->cheapest_total_path,
-										&nestloops, &preferred);
+										 &nestloops, &preferred);
 	if (!EddySemiJoinClauses(root, jp, joinrel, &clauses))
 		return NULL;
 	candidates = EddyClassifyClauses(jp, clauses, preferred, &selections);
@@ -227,150 +412,32 @@ EddyCreateJoinPath(PlannerInfo *root, RelOptInfo *joinrel, List *initial_rels,
 			return NULL;
 		}
 	}
-
-	if (eddy_join_method == EDDY_JOIN_AUTO)
-	{
-		Path	   *lost = EddyParameterizedScanLost(jp, joinrel->cheapest_total_path);
-
-		if (lost != NULL)
-		{
-			elog(DEBUG1, "eddy: join block not used: PostgreSQL reaches relation \"%s\" through a parameterized %s that the eddy has no index join for, and would scan it whole",
-				 get_rel_name(planner_rt_fetch(lost->parent->relid, root)->relid),
-				 IsA(lost, BitmapHeapPath) ? "bitmap heap scan" :
-				 IsA(lost, IndexPath) ? "index scan" : "scan");
-			return NULL;
-		}
-	}
-
 	if (!EddyModulesFit(root, jp) ||
 		!EddyColumnsAndSourcePaths(root, jp, children))
 		return NULL;
+
+	/* the state, the twins, and the gates */
 	serial_fits = EddyJoinStateFits(root, jp);
-
-	/* a parallel eddy, and whether it may replace PostgreSQL's plan */
-	pchildren = palloc0(sizeof(Path *) * jp->nrels);
-	partial_child = EddyPartialSource(root, jp, joinrel, children, pchildren,
-								   &partial_rel, &partial_order, &partial_cost,
-								   &why_not);
-	xchildren = palloc0(sizeof(Path *) * jp->nrels);
-	if (!EddyExchangeSources(root, jp, joinrel, children, xchildren, &claimed,
-						  &exchange_order, &exchange_cost, &why_no_exchange))
-		;						/* why_no_exchange says why */
-	else if (partial_child != NULL && exchange_cost.total >= partial_cost.total &&
-			 eddy_parallel_exchange != EDDY_EXCHANGE_ALWAYS)
-		why_no_exchange = psprintf("it would cost more still (%.0f)", exchange_cost.total);
-	else
+	EddyParallelTwin(root, jp, joinrel, children, &twin);
+	switch (join_gates(root, jp, joinrel, serial_fits, &twin))
 	{
-		exchange = true;
-		pchildren = xchildren;
-		partial_order = exchange_order;
-		partial_cost = exchange_cost;
-		for (i = 0; i < jp->nrels; i++)
-			if (xchildren[i] != NULL)
-				partial_child = xchildren[i];
-	}
-	if (EddyParallelPlanCheaper(root, joinrel, &pg_gather_cost))
-	{
-		if (partial_child == NULL)
-		{
-			elog(DEBUG1, "eddy: join block not used: PostgreSQL's plan for it is parallel, and a parallel eddy is not possible: %s; and with exchanged state: %s",
-				 why_not, why_no_exchange);
+		case EDDY_OFFER_NONE:
 			return NULL;
-		}
-		if (partial_cost.total > pg_gather_cost * EDDY_PARALLEL_TOLERANCE &&
-			!(exchange && eddy_parallel_exchange == EDDY_EXCHANGE_ALWAYS))
-		{
-			if (exchange)
-				elog(DEBUG1, "eddy: join block not used: PostgreSQL's plan for it is parallel, and a parallel eddy would cost more (%.0f against %.0f): every process replays the rows the others stored",
-					 partial_cost.total, pg_gather_cost);
-			else
-				elog(DEBUG1, "eddy: join block not used: PostgreSQL's plan for it is parallel, and a parallel eddy would cost more (%.0f against %.0f): it reads the other relations than \"%s\" whole in every process; and with exchanged state: %s",
-					 partial_cost.total, pg_gather_cost,
-					 get_rel_name(planner_rt_fetch(jp->rels[partial_rel]->relid, root)->relid),
-					 why_no_exchange);
-			return NULL;
-		}
-
-		/*
-		 * Within the tolerance the twin is costed as PostgreSQL's partial
-		 * plan, so that above the block the choice between a serial and a
-		 * parallel plan is the one PostgreSQL made: the serial eddy must not
-		 * win by the tolerance (TPC-H Q10 with parallel workers at 64MB:
-		 * 1.25x PostgreSQL's parallel plan).
-		 */
-		partial_cost.path_total =
-			Min(partial_cost.path_total,
-				((Path *) linitial(joinrel->partial_pathlist))->total_cost);
+		case EDDY_OFFER_SERIAL:
+			serial = make_join_path(root, jp, joinrel, children);
+			break;
+		case EDDY_OFFER_TWIN_ONLY:
+			if (jp->serial_basis == NULL)
+				jp->serial_basis = joinrel->cheapest_total_path;
+			init_join_path_node(jp, joinrel, NIL);
+			break;
 	}
-
-	/*
-	 * Where only the partial twin fits (each participant stores its share
-	 * of a relation), it alone is offered: the caller keeps PostgreSQL's
-	 * serial plans beside it.  Where neither fits, both are, and the eddy
-	 * spills what outgrows the limit (spill.c), unless the tables it stores
-	 * for certain already outgrow it: then it would spill for certain, and
-	 * a spilled eddy is slower than PostgreSQL's batched hash joins (TPC-H
-	 * orders joined to lineitem under PostgreSQL's defaults, 1.28x).
-	 */
-	partial_fits = partial_child != NULL && partial_cost.fits;
-	if (!serial_fits && !partial_fits &&
-		jp->certain_state > (double) EddyMaxMemoryBytes(jp->est_nstairs))
+	if (twin.child != NULL)
 	{
-		elog(DEBUG1, "eddy: join block not used: its estimated join state (%.0f kB, %.0f kB of it in tables stored for certain) exceeds eddy.max_memory (%zu kB): it would spill, which PostgreSQL's batched hash joins do faster",
-			 jp->est_state / 1024, jp->certain_state / 1024,
-			 EddyMaxMemoryBytes(jp->est_nstairs) / 1024);
-		return NULL;
-	}
-
-	/*
-	 * Likewise a serial eddy with no parallel twin whose likely state (the
-	 * tables it stores for certain, and the rows its index joins reach by
-	 * PostgreSQL's estimates of those joins) outgrows the limit: it is
-	 * likely to spill, and the batches read the sources they do not
-	 * partition, and their index joins, again (TPC-H Q7 and Q9 under
-	 * PostgreSQL's defaults with no parallel worker: 2.2x and 1.5x
-	 * PostgreSQL's plan).  Where a parallel twin is offered, each
-	 * participant stores a share, and the rule above decides.  Within
-	 * EDDY_LIKELY_MARGIN of the limit counts as over: this estimate is no
-	 * bound either way (Q7: 31.9 MB likely, a peak of 33.5 MB unspilled,
-	 * the limit 32 MB; Q18: 24.7 MB, 20.4 MB).
-	 */
-	if (!serial_fits && partial_child == NULL &&
-		jp->likely_state > EDDY_LIKELY_MARGIN * (double) EddyMaxMemoryBytes(jp->est_nstairs))
-	{
-		elog(DEBUG1, "eddy: join block not used: its estimated join state (%.0f kB, %.0f kB of it likely, by PostgreSQL's estimates of the joins) exceeds eddy.max_memory (%zu kB): it would likely spill, which PostgreSQL's batched hash joins do faster",
-			 jp->est_state / 1024, jp->likely_state / 1024,
-			 EddyMaxMemoryBytes(jp->est_nstairs) / 1024);
-		return NULL;
-	}
-	if ((serial_fits || !partial_fits) && jp->serial_basis != NULL)
-		serial = make_join_path(root, jp, joinrel, children);
-	else if (jp->serial_basis == NULL && partial_child == NULL)
-	{
-		elog(DEBUG1, "eddy: join block not used: PostgreSQL's plan runs its joins in parallel, and no parallel eddy is possible");
-		return NULL;
-	}
-	else if (jp->serial_basis == NULL)
-	{
-		serial = NULL;
-		jp->serial_basis = joinrel->cheapest_total_path;
-		init_join_path_node(jp, joinrel, NIL);
-	}
-	else
-	{
-		serial = NULL;
-		init_join_path_node(jp, joinrel, NIL);
-		elog(DEBUG1, "eddy: join block: only a parallel eddy fits in eddy.max_memory (%.0f kB per participant, %.0f kB serially)",
-			 partial_cost.state / 1024, jp->est_state / 1024);
-	}
-	if (!serial_fits && !partial_fits)
-		EddySerialStateMessage(jp);
-	if (partial_child != NULL)
-	{
-		*partial = EddyMakePartialJoinPath(root, jp, joinrel, pchildren, partial_order,
-										  &partial_cost);
-		((EddyJoinPath *) *partial)->exchange = exchange;
-		((EddyJoinPath *) *partial)->claimed = exchange ? claimed : 0;
+		*partial = EddyMakePartialJoinPath(root, jp, joinrel, twin.children,
+										   twin.order, &twin.cost);
+		((EddyJoinPath *) *partial)->exchange = twin.exchange;
+		((EddyJoinPath *) *partial)->claimed = twin.exchange ? twin.claimed : 0;
 	}
 	return serial;
 }

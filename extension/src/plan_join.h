@@ -92,6 +92,20 @@ typedef struct PartialCost
 	bool		fits;			/* in eddy.max_memory */
 } PartialCost;
 
+/* A parallel twin of the eddy, or why there is none (plan_parallel.c) */
+typedef struct EddyTwin
+{
+	Path	   *child;			/* a source path of the twin; NULL: no twin */
+	Path	  **children;		/* per scanned relation: the twin's source */
+	int			rel;			/* the partial twin's partial source, or -1 */
+	List	   *order;			/* its reading order */
+	PartialCost cost;
+	bool		exchange;		/* the exchange twin (its state exchanged) */
+	uint32		claimed;		/* ... the relations one process reads whole */
+	const char *why_not;		/* why no partial twin */
+	const char *why_no_exchange;	/* why no exchange twin */
+} EddyTwin;
+
 /* join_graph.c: the block's relations */
 extern int	EddyRelIndex(EddyJoinPath *jp, Index relid);
 extern uint32 EddyRelMask(EddyJoinPath *jp, Relids relids);
@@ -171,6 +185,9 @@ extern bool EddyExchangeSources(PlannerInfo *root, EddyJoinPath *jp,
 								Path **xchildren, uint32 *claimed,
 								List **order, PartialCost *cost,
 								const char **why);
+extern void EddyParallelTwin(PlannerInfo *root, EddyJoinPath *jp,
+							 RelOptInfo *joinrel, Path **children,
+							 EddyTwin *twin);
 extern Path *EddyMakePartialJoinPath(PlannerInfo *root, EddyJoinPath *jp,
 									 RelOptInfo *joinrel, Path **pchildren,
 									 List *order, PartialCost *cost);

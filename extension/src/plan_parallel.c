@@ -534,3 +534,46 @@ EddyMakePartialJoinPath(PlannerInfo *root, EddyJoinPath *jp, RelOptInfo *joinrel
 	twin->cpath.custom_paths = custom_paths;
 	return &twin->cpath.path;
 }
+
+/*
+ * The parallel twin of the eddy jp (twin): the partial twin, or the
+ * exchange twin where it is possible and costs less (or under
+ * eddy.parallel_exchange = always), with why either is not.  Whether it is
+ * offered is the driver's gates' decision (plan_join.c).
+ */
+void
+EddyParallelTwin(PlannerInfo *root, EddyJoinPath *jp, RelOptInfo *joinrel,
+				 Path **children, EddyTwin *twin)
+{
+	PartialCost exchange_cost = {0, 0, 0, 0, false};
+	Path	  **xchildren;		/* per scanned relation: the exchange twin's */
+	List	   *exchange_order = NIL;
+	int			i;
+
+	memset(twin, 0, sizeof(EddyTwin));
+	twin->rel = -1;
+	twin->order = NIL;
+	twin->children = palloc0(sizeof(Path *) * jp->nrels);
+	twin->child = EddyPartialSource(root, jp, joinrel, children, twin->children,
+									&twin->rel, &twin->order, &twin->cost,
+									&twin->why_not);
+	xchildren = palloc0(sizeof(Path *) * jp->nrels);
+	if (!EddyExchangeSources(root, jp, joinrel, children, xchildren,
+							 &twin->claimed, &exchange_order, &exchange_cost,
+							 &twin->why_no_exchange))
+		;						/* why_no_exchange says why */
+	else if (twin->child != NULL && exchange_cost.total >= twin->cost.total &&
+			 eddy_parallel_exchange != EDDY_EXCHANGE_ALWAYS)
+		twin->why_no_exchange = psprintf("it would cost more still (%.0f)",
+										 exchange_cost.total);
+	else
+	{
+		twin->exchange = true;
+		twin->children = xchildren;
+		twin->order = exchange_order;
+		twin->cost = exchange_cost;
+		for (i = 0; i < jp->nrels; i++)
+			if (xchildren[i] != NULL)
+				twin->child = xchildren[i];
+	}
+}
