@@ -531,30 +531,14 @@ uf_find(int *parent, int x)
 	return x;
 }
 
-/* Does a path of this type compute its own target list (a scan)? */
+/*
+ * Does a path of this type compute its own target list (a scan of one
+ * relation, private.h)?  Append, Gather, Result, ... return their input.
+ */
 bool
 EddyPathProjects(Path *path)
 {
-	switch (path->pathtype)
-	{
-		case T_SeqScan:
-		case T_SampleScan:
-		case T_IndexScan:
-		case T_IndexOnlyScan:
-		case T_BitmapHeapScan:
-		case T_TidScan:
-		case T_TidRangeScan:
-		case T_SubqueryScan:
-		case T_FunctionScan:
-		case T_TableFuncScan:
-		case T_ValuesScan:
-		case T_CteScan:
-		case T_NamedTuplestoreScan:
-		case T_WorkTableScan:
-			return true;
-		default:
-			return false;		/* Append, Gather, Result, ... return their input */
-	}
+	return EddyIsRelationScan(path->pathtype);
 }
 
 /*
