@@ -46,8 +46,6 @@
 #include "plan_join.h"
 #include "private.h"
 
-extern const CustomScanMethods eddy_scan_methods;
-
 /*
  * Restriction clauses of a scanned relation that the eddy routes, as for
  * selection eddies (EddyRouteScanQuals); none for other kinds of sources
@@ -72,23 +70,6 @@ var_attno_cmp(const ListCell *a, const ListCell *b)
 	AttrNumber	y = lfirst_node(Var, b)->varattno;
 
 	return (x > y) - (x < y);
-}
-
-/* A source description (private.h); attnos is an integer List */
-static List *
-source_private(EddySourceMethod method, int first_col, int ncols, int plan,
-			   Oid heapoid, List *attnos, double rows)
-{
-	Node	   *items[EddySourceNumItems];
-
-	items[EddySourceMethodItem] = (Node *) makeInteger(method);
-	items[EddySourceFirstCol] = (Node *) makeInteger(first_col);
-	items[EddySourceNumCols] = (Node *) makeInteger(ncols);
-	items[EddySourcePlan] = (Node *) makeInteger(plan);
-	items[EddySourceHeapOid] = EddyPrivateOid(heapoid);
-	items[EddySourceHeapAttnos] = (Node *) EddyPrivateIntegers(attnos);
-	items[EddySourceEstRows] = (Node *) EddyPrivateFloat(rows);
-	return EddyPrivateList(items, EddySourceNumItems);
 }
 
 /* The selections the plan routes, and where each may have to wait */
@@ -225,7 +206,7 @@ make_sources(PlannerInfo *root, EddyJoinPath *jp, List *custom_plans,
 													  list_length(*scan_tlist) + 1,
 													  NULL, false));
 			}
-			source = source_private(EDDY_SOURCE_SCAN, first_col,
+			source = EddySourcePrivate(EDDY_SOURCE_SCAN, first_col,
 									list_length(child->targetlist), plan_i,
 									InvalidOid, NIL, scan_rows);
 			plan_i++;
@@ -252,7 +233,7 @@ make_sources(PlannerInfo *root, EddyJoinPath *jp, List *custom_plans,
 													  NULL, false));
 			}
 			/* its tuples: the rows an index join's probes can match */
-			source = source_private(EDDY_SOURCE_INDEX, first_col,
+			source = EddySourcePrivate(EDDY_SOURCE_INDEX, first_col,
 									list_length(attnos), -1,
 									rte->relid, attnos,
 									Max(rel->tuples, rel->rows));
@@ -502,11 +483,10 @@ make_join_modules(PlannerInfo *root, EddyJoinPath *jp, List **scan_quals,
 
 Plan *
 EddyPlanJoinPath(PlannerInfo *root, RelOptInfo *joinrel,
-					CustomPath *best_path, List *tlist,
-					List *clauses, List *custom_plans)
+				 CustomPath *best_path, List *tlist,
+				 List *clauses, List *custom_plans)
 {
 	EddyJoinPath *jp = (EddyJoinPath *) best_path;
-	CustomScan *cscan = makeNode(CustomScan);
 	List	   *scan_tlist = NIL;
 	List	   *exprs = NIL;
 	List	   *sources;
@@ -516,8 +496,8 @@ EddyPlanJoinPath(PlannerInfo *root, RelOptInfo *joinrel,
 																	 * a source's
 																	 * scan keeps */
 	bool		(*unique)[2] = palloc0(sizeof(bool[2]) * Max(list_length(jp->edges), 1));
-	Node	   *priv[EddyPrivNumItems];
 	List	   *one_time = NIL;
+	int			one_time_qual = -1;
 
 	sources = make_sources(root, jp, custom_plans, &scan_tlist, &sels, scan_quals);
 	add_block_selections(jp, &sels, &one_time);
@@ -526,29 +506,14 @@ EddyPlanJoinPath(PlannerInfo *root, RelOptInfo *joinrel,
 	if (one_time != NIL)
 	{
 		exprs = lappend(exprs, make_ands_explicit(one_time));
-		priv[EddyPrivOneTimeQual] = (Node *) makeInteger(list_length(exprs) - 1);
+		one_time_qual = list_length(exprs) - 1;
 	}
-	else
-		priv[EddyPrivOneTimeQual] = (Node *) makeInteger(-1);
-
-	priv[EddyPrivSources] = (Node *) sources;
-	priv[EddyPrivModules] = (Node *) modules;
-	/* decided with the estimate (EddyJoinStateFits) */
-	priv[EddyPrivSourceOrder] = (Node *) jp->reading_order;
-	priv[EddyPrivEstState] = (Node *) EddyPrivateFloat(jp->est_state);
-	priv[EddyPrivExchange] = (Node *) makeInteger(jp->exchange ?
-												  (int) (1 | (jp->claimed << 1)) : 0);
-
-	cscan->scan.plan.targetlist = tlist;
-	cscan->scan.plan.qual = NIL;
-	cscan->scan.scanrelid = 0;
-	cscan->flags = best_path->flags;
-	cscan->custom_plans = custom_plans;
-	cscan->custom_exprs = exprs;
-	cscan->custom_private = EddyPrivateList(priv, EddyPrivNumItems);
-	cscan->custom_scan_tlist = scan_tlist;
-	cscan->methods = &eddy_scan_methods;
 
 	(void) clauses;				/* a join relation has no restriction clauses */
-	return &cscan->scan.plan;
+	/* the reading order was decided with the estimate (EddyJoinStateFits) */
+	return EddyMakeCustomScan(best_path, tlist, custom_plans, exprs, scan_tlist,
+							  sources, modules, jp->reading_order,
+							  jp->est_state,
+							  jp->exchange ? (int) (1 | (jp->claimed << 1)) : 0,
+							  one_time_qual);
 }
