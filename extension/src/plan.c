@@ -115,7 +115,7 @@ EddyCreatePath(PlannerInfo *root, RelOptInfo *rel, Path *child,
 /*
  * A custom_private description (private.h): a List of exactly nitems
  * elements, items[0 .. nitems - 1] in enum order (a NULL item is NIL).
- * Shared with plan_join.c.
+ * Shared with plan_build.c.
  */
 List *
 EddyPrivateList(Node **items, int nitems)

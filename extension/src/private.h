@@ -73,7 +73,7 @@ typedef enum EddyPrivateIndex
 	EddyPrivModules,			/* List: one description per module */
 	EddyPrivSourceOrder,		/* List of Integer: sources in reading order */
 	EddyPrivEstState,			/* Float: a join eddy's estimated join state,
-								 * bytes (plan_join.c); 0 for one source */
+								 * bytes (join_state.c); 0 for one source */
 	EddyPrivExchange,			/* Integer: 0, or a parallel eddy whose state
 								 * is exchanged after each source but the
 								 * last (parallel.c): 1, plus (shifted left
