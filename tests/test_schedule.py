@@ -328,3 +328,43 @@ def test_ending_early_keeps_every_result(path3, mode):
                                    if st.get("STAIR", "").startswith("s."))
     assert not failures, failures
     assert ended > 0 and skipped > 0, (ended, skipped)
+
+
+XML_ROWS = "<rows>" + "".join(f"<row><n>{i}</n></row>" for i in range(DIM)) + "</rows>"
+NAMED_SOURCE_QUERIES = {
+    # a table function (TableFuncScan) as the source x
+    "table function": (
+        "x",
+        "SELECT r.id, s.id, x.n FROM r JOIN s ON s.rid = r.id"
+        f" JOIN XMLTABLE('/rows/row' PASSING '{XML_ROWS}'::xml"
+        " COLUMNS n int PATH 'n') AS x ON s.tid = x.n WHERE s.id % 10 = 0"),
+    # the working table of a recursive query (WorkTableScan) as the source w
+    "working table": (
+        "w",
+        "WITH RECURSIVE w(n, k) AS (SELECT 0, 0 UNION ALL"
+        " SELECT t.id + 1, r.v FROM w JOIN t ON t.id = w.n JOIN r ON r.id = w.n"
+        f" WHERE w.n < {DIM // 5}) SELECT * FROM w"),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(NAMED_SOURCE_QUERIES))
+def test_rates_and_delays_name_table_function_and_working_table_sources(path3, kind):
+    """A table function or a recursive query's working table is a source the
+    planner reads like any scan (private.h, EddyIsRelationScan), so
+    eddy.source_rates and eddy.source_delays reach it by its alias as they
+    reach a table: EXPLAIN lists its rate and delay, and the answer under
+    the proportional schedule with that rate, and under the build schedule
+    with that delay, is PostgreSQL's."""
+    alias, q = NAMED_SOURCE_QUERIES[kind]
+    set_gucs(path3, enabled="off")
+    want = multiset(path3.execute(q).fetchall())
+    assert want
+    for schedule, setting, listed in (
+            ("proportional", {"source_rates": f"{alias}=3"}, f"{alias} rate 3"),
+            ("build", {"source_delays": f"{alias}=20"}, f"{alias} delay 20 ms")):
+        set_gucs(path3, enabled="on", source_schedule=schedule, source_rates="",
+                 source_delays="", **setting)
+        eddies = eddy_nodes(explain_json(path3, q, analyze=True))
+        assert any(listed in e.get("Source Schedule", "") for e in eddies), \
+            [e.get("Source Schedule") for e in eddies]
+        assert multiset(path3.execute(q).fetchall()) == want, (schedule, q)

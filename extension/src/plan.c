@@ -35,7 +35,8 @@
  * custom_scan_tlist, one selection module per routed predicate (reading
  * source 0, in PostgreSQL's order), and the reading order [0].
  * EddyPrivateList and EddySelectionPrivate build those lists for
- * plan_join.c too.
+ * plan_build.c (join eddies) too, and EddyMakeCustomScan fills the
+ * CustomScan of both.
  *
  *-------------------------------------------------------------------------
  */
@@ -114,7 +115,7 @@ EddyCreatePath(PlannerInfo *root, RelOptInfo *rel, Path *child,
 /*
  * A custom_private description (private.h): a List of exactly nitems
  * elements, items[0 .. nitems - 1] in enum order (a NULL item is NIL).
- * Shared with plan_join.c.
+ * Shared with plan_build.c.
  */
 List *
 EddyPrivateList(Node **items, int nitems)
@@ -182,6 +183,23 @@ EddySelectionPrivate(uint32 sources, List *prereqs, int expr_index,
 	return EddyPrivateList(items, EddySelNumItems);
 }
 
+/* A source description (private.h); attnos is an integer List */
+List *
+EddySourcePrivate(EddySourceMethod method, int first_col, int ncols, int plan,
+				  Oid heapoid, List *attnos, double rows)
+{
+	Node	   *items[EddySourceNumItems];
+
+	items[EddySourceMethodItem] = (Node *) makeInteger(method);
+	items[EddySourceFirstCol] = (Node *) makeInteger(first_col);
+	items[EddySourceNumCols] = (Node *) makeInteger(ncols);
+	items[EddySourcePlan] = (Node *) makeInteger(plan);
+	items[EddySourceHeapOid] = EddyPrivateOid(heapoid);
+	items[EddySourceHeapAttnos] = (Node *) EddyPrivateIntegers(attnos);
+	items[EddySourceEstRows] = (Node *) EddyPrivateFloat(rows);
+	return EddyPrivateList(items, EddySourceNumItems);
+}
+
 /*
  * The one source of a selection eddy (private.h): a scan whose whole
  * target list is the eddy's custom_scan_tlist.
@@ -189,16 +207,8 @@ EddySelectionPrivate(uint32 sources, List *prereqs, int expr_index,
 static List *
 scan_source_private(Plan *source)
 {
-	Node	   *items[EddySourceNumItems];
-
-	items[EddySourceMethodItem] = (Node *) makeInteger(EDDY_SOURCE_SCAN);
-	items[EddySourceFirstCol] = (Node *) makeInteger(0);
-	items[EddySourceNumCols] = (Node *) makeInteger(list_length(source->targetlist));
-	items[EddySourcePlan] = (Node *) makeInteger(0);
-	items[EddySourceHeapOid] = EddyPrivateOid(InvalidOid);
-	items[EddySourceHeapAttnos] = (Node *) NIL;
-	items[EddySourceEstRows] = (Node *) EddyPrivateFloat(source->plan_rows);
-	return EddyPrivateList(items, EddySourceNumItems);
+	return EddySourcePrivate(EDDY_SOURCE_SCAN, 0, list_length(source->targetlist),
+							 0, InvalidOid, NIL, source->plan_rows);
 }
 
 static Plan *
@@ -206,13 +216,11 @@ eddy_plan_custom_path(PlannerInfo *root, RelOptInfo *rel,
 					  CustomPath *best_path, List *tlist,
 					  List *clauses, List *custom_plans)
 {
-	CustomScan *cscan = makeNode(CustomScan);
 	Plan	   *source = linitial(custom_plans);
 	Plan	   *scan = EddySourceScan(source);
 	List	   *routed_rinfos;
 	List	   *modules = NIL;
 	List	   *exprs = NIL;
-	Node	   *priv[EddyPrivNumItems];
 	double		passed = 1.0;
 	int			nops;
 	ListCell   *lc;
@@ -258,13 +266,38 @@ eddy_plan_custom_path(PlannerInfo *root, RelOptInfo *rel,
 			scan->plan_rows = source->plan_rows;
 	}
 
-	priv[EddyPrivSources] = (Node *) list_make1(scan_source_private(source));
-	priv[EddyPrivModules] = (Node *) modules;
-	priv[EddyPrivSourceOrder] = (Node *) list_make1(makeInteger(0));
-	priv[EddyPrivEstState] = (Node *) EddyPrivateFloat(0);
-	priv[EddyPrivExchange] = (Node *) makeInteger(0);
 	/* a base relation's pseudoconstant clauses gate the plan PostgreSQL makes */
-	priv[EddyPrivOneTimeQual] = (Node *) makeInteger(-1);
+	return EddyMakeCustomScan(best_path, tlist, custom_plans, exprs,
+							  copyObject(source->targetlist),
+							  list_make1(scan_source_private(source)), modules,
+							  list_make1(makeInteger(0)), 0, 0, -1);
+}
+
+/*
+ * The Eddy CustomScan of every eddy, a selection eddy (above) or a join
+ * eddy (plan_build.c): scanrelid 0, the sources' plans as custom_plans,
+ * the expressions the modules evaluate as custom_exprs (rewritten by
+ * setrefs into INDEX_VAR references over scan_tlist), and custom_private
+ * in private.h's layout: the source and module descriptions, the reading
+ * order (a List of Integer), the estimated join state in bytes, the
+ * exchange Integer (EddyPrivExchange) and the index in exprs of the
+ * One-Time Filter (-1: none).
+ */
+Plan *
+EddyMakeCustomScan(CustomPath *best_path, List *tlist, List *custom_plans,
+				   List *exprs, List *scan_tlist, List *sources,
+				   List *modules, List *reading_order, double est_state,
+				   int exchange, int one_time_qual)
+{
+	CustomScan *cscan = makeNode(CustomScan);
+	Node	   *priv[EddyPrivNumItems];
+
+	priv[EddyPrivSources] = (Node *) sources;
+	priv[EddyPrivModules] = (Node *) modules;
+	priv[EddyPrivSourceOrder] = (Node *) reading_order;
+	priv[EddyPrivEstState] = EddyPrivateFloat(est_state);
+	priv[EddyPrivExchange] = (Node *) makeInteger(exchange);
+	priv[EddyPrivOneTimeQual] = (Node *) makeInteger(one_time_qual);
 
 	cscan->scan.plan.targetlist = tlist;
 	cscan->scan.plan.qual = NIL;
@@ -273,7 +306,7 @@ eddy_plan_custom_path(PlannerInfo *root, RelOptInfo *rel,
 	cscan->custom_plans = custom_plans;
 	cscan->custom_exprs = exprs;
 	cscan->custom_private = EddyPrivateList(priv, EddyPrivNumItems);
-	cscan->custom_scan_tlist = copyObject(source->targetlist);
+	cscan->custom_scan_tlist = scan_tlist;
 	cscan->custom_relids = NULL;	/* set by the caller */
 	cscan->methods = &eddy_scan_methods;
 

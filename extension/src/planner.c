@@ -26,9 +26,10 @@
  * and with it a partial twin that a Gather runs in parallel where one is
  * possible (parallel.c); where PostgreSQL would run the block in parallel
  * and the parallel eddy would cost more than its plan, PostgreSQL's plan
- * stays (plan_join.c, "Parallel eddies").  A block refused for its outer
- * joins, or semi or anti joins of several relations, may still get eddies
- * over the inner joins PostgreSQL's plan makes below them ("Sub-blocks").
+ * stays (plan_join.c, its gates; plan_parallel.c, the twins).  A block
+ * refused for its outer joins, or semi or anti joins of several relations,
+ * may still get eddies over the inner joins PostgreSQL's plan makes below
+ * them ("Sub-blocks").
  *
  * Whatever the eddy cannot handle keeps the vanilla plan, and the reason is
  * logged at DEBUG1: inheritance and partitioned tables, foreign tables and
@@ -39,7 +40,8 @@
  * The hooks are chained to whatever was installed before us.  This file
  * decides only whether a block gets an eddy; the clause tests it relies on
  * (security levels, selection candidates) are in clauses.c, and the paths
- * and plans are made by plan.c (one relation) and plan_join.c (joins).
+ * and plans are made by plan.c (one relation) and plan_join.c (joins,
+ * with the files plan_join.h declares).
  *
  *-------------------------------------------------------------------------
  */
@@ -375,7 +377,7 @@ eddy_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
  * Why the block joining initial_rels cannot be an eddy, or NULL if it can:
  * every relation must be a base relation of this query level, inner-joined
  * or the single inner relation of a semi or anti join (EddySemiJoinRel; the
- * eddy reaches it by an index semi or anti join, plan_join.c), not the
+ * eddy reaches it by an index semi or anti join, semijoin.c), not the
  * target of a data-modifying statement, with no row marks and no LATERAL
  * references.  *special is set when the block is refused for its special
  * joins alone: its inner-join sub-blocks may still be eddies (below).

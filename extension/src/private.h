@@ -26,6 +26,46 @@
 #ifndef EDDY_PRIVATE_H
 #define EDDY_PRIVATE_H
 
+#include "nodes/nodes.h"
+
+/*
+ * Is a plan node of this type (a Plan's tag, or a Path's pathtype) a scan
+ * of one range-table entry, its scanrelid, that computes its own target
+ * list?  Where the eddy needs columns beyond a relation's target, the
+ * planner reads the relation through a path of such a type (an Append, a
+ * Gather or a Result returns what its input returns: EddyPathProjects,
+ * join_graph.c); the executor names a source by the alias of such a
+ * scan's scanrelid, for eddy.source_rates, eddy.source_delays and
+ * eddy.routing_hold (EddyPlanSourceName, schedule.c).  One list for both,
+ * so that a relation the planner can read is one the settings can name.
+ * ForeignScan and CustomScan are left out, as they always were: their
+ * scanrelid is 0 where they replace a join.
+ */
+static inline bool
+EddyIsRelationScan(NodeTag tag)
+{
+	switch (tag)
+	{
+		case T_SeqScan:
+		case T_SampleScan:
+		case T_IndexScan:
+		case T_IndexOnlyScan:
+		case T_BitmapHeapScan:
+		case T_TidScan:
+		case T_TidRangeScan:
+		case T_SubqueryScan:
+		case T_FunctionScan:
+		case T_TableFuncScan:
+		case T_ValuesScan:
+		case T_CteScan:
+		case T_NamedTuplestoreScan:
+		case T_WorkTableScan:
+			return true;
+		default:
+			return false;
+	}
+}
+
 /* The top-level list */
 typedef enum EddyPrivateIndex
 {
@@ -33,7 +73,7 @@ typedef enum EddyPrivateIndex
 	EddyPrivModules,			/* List: one description per module */
 	EddyPrivSourceOrder,		/* List of Integer: sources in reading order */
 	EddyPrivEstState,			/* Float: a join eddy's estimated join state,
-								 * bytes (plan_join.c); 0 for one source */
+								 * bytes (join_state.c); 0 for one source */
 	EddyPrivExchange,			/* Integer: 0, or a parallel eddy whose state
 								 * is exchanged after each source but the
 								 * last (parallel.c): 1, plus (shifted left

@@ -248,21 +248,11 @@ EddyPlanSourceName(Plan *plan, List *rtable)
 {
 	Index		rti = 0;
 
+	/* a scan of one relation: the planner's list (private.h) */
+	if (EddyIsRelationScan(nodeTag(plan)))
+		rti = ((Scan *) plan)->scanrelid;
 	switch (nodeTag(plan))
 	{
-		case T_SeqScan:
-		case T_SampleScan:
-		case T_IndexScan:
-		case T_IndexOnlyScan:
-		case T_BitmapHeapScan:
-		case T_TidScan:
-		case T_TidRangeScan:
-		case T_SubqueryScan:
-		case T_FunctionScan:
-		case T_ValuesScan:
-		case T_CteScan:
-			rti = ((Scan *) plan)->scanrelid;
-			break;
 		case T_Append:
 			rti = bms_next_member(((Append *) plan)->apprelids, -1);
 			break;
