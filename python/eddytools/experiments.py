@@ -71,8 +71,6 @@ from __future__ import annotations
 import argparse
 import csv
 import datetime as dt
-import functools
-import itertools
 import json
 import math
 import os
@@ -82,7 +80,7 @@ import re
 import statistics
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -92,6 +90,7 @@ from psycopg import sql
 
 from eddytools.bench import csv_list
 from eddytools.db import connect, plan_nodes, rows_digest, sql_value
+from eddytools.joinorder import Edge, largest_intermediate, make_edge, plan_excess, plan_excess_any
 
 FIGURES = ("9", "7", "8")
 DEFAULT_OUT = Path("experiments-results")
@@ -595,19 +594,6 @@ def syn_tables(scale: float) -> dict[str, int]:
 
 
 @dataclass
-class Edge:
-    a: str                  # alias of the smaller table
-    b: str
-    fanout: float           # |a JOIN b| / max(|a|, |b|)
-    modulus: int
-    shift: int
-
-    def clause(self) -> str:
-        right = f"{self.b}.unique1 % {self.modulus}" + (f" + {self.shift}" if self.shift else "")
-        return f"{self.a}.unique1 % {self.modulus} = {right}"
-
-
-@dataclass
 class Setup:
     index: int
     shape: str
@@ -657,119 +643,6 @@ class Setup:
                 "estimated_max_intermediate": round(self.estimate),
                 "shj_plan_excess": round(plan_excess(self), 3),
                 "shj_plan_excess_any": round(plan_excess_any(self), 3)}
-
-
-def make_edge(a: str, b: str, rows: dict[str, int], fanout: float) -> Edge:
-    """Join keys with |a JOIN b| = fanout * max(|a|, |b|): both sides
-    ``unique1 % K`` (unique1 is a permutation of 0..n-1), the larger side
-    shifted by S.  fanout >= 1: K = small/fanout, S = 0; fanout < 1: K =
-    small, S = (1 - fanout) * small, so a fraction fanout of the keys overlap."""
-    if rows[a] > rows[b]:
-        a, b = b, a
-    small = rows[a]
-    if fanout >= 1:
-        return Edge(a, b, fanout, max(1, round(small / fanout)), 0)
-    return Edge(a, b, fanout, small, round((1 - fanout) * small))
-
-
-def edge_size(e: Edge, rows: dict[str, int]) -> float:
-    """|a JOIN b| of an edge (expected, over the whole tables)."""
-    na, nb = rows[e.a], rows[e.b]
-    k = e.modulus
-    per_a = na / k if k <= na else 1.0
-    per_b = nb / k if k <= nb else 1.0
-    values_a = min(k, na)
-    overlap = max(0, min(values_a, e.shift + min(k, nb)) - e.shift)
-    return overlap * per_a * per_b
-
-
-def join_size(subset: Sequence[str], edges: list[Edge], rows: dict[str, int],
-              selections: dict[str, int]) -> float:
-    """The estimated result of joining a connected subset of relations (one
-    relation: its rows after its selection)."""
-    size = math.prod(rows[a] * selections[a] / 100 for a in subset)
-    for e in edges:
-        if e.a in subset and e.b in subset:
-            size *= edge_size(e, rows) / (rows[e.a] * rows[e.b])
-    return size
-
-
-def largest_intermediate(aliases: list[str], edges: list[Edge], rows: dict[str, int],
-                         selections: dict[str, int]) -> float:
-    """The largest estimated result over the connected subsets of relations."""
-    best = 0.0
-    for n in range(2, len(aliases) + 1):
-        for subset in itertools.combinations(aliases, n):
-            if connected(subset, edges):
-                best = max(best, join_size(subset, edges, rows, selections))
-    return best
-
-
-def connected(subset: Sequence[str], edges: list[Edge]) -> bool:
-    """Are the relations of ``subset`` connected by the query's edges?  The
-    join graphs are trees (paths and stars), so a subset is connected iff it
-    holds one edge fewer than relations."""
-    return sum(e.a in subset and e.b in subset for e in edges) == len(subset) - 1
-
-
-def subset_size(setup: Setup, subset: list[str]) -> float:
-    """join_size of a subset of a setup's relations."""
-    return join_size(subset, setup.edges, setup.rows, setup.selections)
-
-
-def plan_tuples(setup: Setup, order: list[str]) -> float:
-    """The tuples a left-deep plan handles by the estimates: every base
-    relation's rows after its selection, every intermediate result and the
-    query's result."""
-    return (sum(subset_size(setup, [a]) for a in order) +
-            sum(subset_size(setup, order[:k]) for k in range(2, len(order) + 1)))
-
-
-def plan_excess(setup: Setup) -> float:
-    """The SHJ's random plan's tuples (plan_tuples) over those of the best
-    left-deep plan without cross products: how much a router that found the
-    best plan could save, by the estimates.  Near 1, the random plan is
-    already about as good as any, and an eddy can only tie it."""
-    def no_cross_product(order: tuple[str, ...]) -> bool:
-        return all(any({e.a, e.b} == {order[k], x} for e in setup.edges for x in order[:k])
-                   for k in range(1, len(order)))
-    best = min(plan_tuples(setup, list(o))
-               for o in itertools.permutations(setup.tables) if no_cross_product(o))
-    return plan_tuples(setup, setup.order) / best if best > 0 else 1.0
-
-
-def best_plan_tuples(setup: Setup) -> float:
-    """The tuples the best plan handles by the estimates (plan_tuples), over
-    every plan without cross products, bushy ones included (an eddy with
-    STAIRs can run a bushy plan: a join's STAIR may hold a composite of
-    either side): the least over the splits of a connected set into two
-    connected halves of the halves' tuples, plus the set's result."""
-    aliases = sorted(setup.tables)
-
-    @functools.cache
-    def best(subset: tuple[str, ...]) -> float:
-        size = subset_size(setup, list(subset))
-        if len(subset) == 1:
-            return size
-        parts = []
-        for k in range(1, len(subset)):
-            for left in itertools.combinations(subset, k):
-                right = tuple(a for a in subset if a not in left)
-                if (subset[0] in left and connected(left, setup.edges)
-                        and connected(right, setup.edges)):
-                    parts.append(best(left) + best(right))
-        return size + min(parts)
-
-    return best(tuple(aliases))
-
-
-def plan_excess_any(setup: Setup) -> float:
-    """plan_excess over the best of all plans, bushy ones included
-    (best_plan_tuples).  At 1, the random plan is the best plan there is,
-    by the estimates: an eddy can do no less work than the SHJ's tree, only
-    the same work at its own cost per tuple."""
-    best = best_plan_tuples(setup)
-    return plan_tuples(setup, setup.order) / best if best > 0 else 1.0
 
 
 # The random plan is the best of all plans (plan_excess_any) within this.
