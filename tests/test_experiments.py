@@ -152,7 +152,7 @@ def test_wrong_answer_and_wrong_plan_are_errors(eddy_conn):
     assert [u["config"] for u in result.unavailable] == ["nope"]
     assert {c["config"] for c in result.counters} == {"stairs"}
     # a scan that stopped early must not make the next one start mid-table
-    ex.apply(conn, {})
+    ex.configure(conn, {})
     assert conn.execute("SHOW synchronize_seqscans").fetchone()[0] == "off"
 
 
@@ -234,11 +234,11 @@ def test_figure8_ratios_pair_the_rounds():
     args = ex.build_parser().parse_args(["--figures", "8"])
     ex.resolve(args)
     ex.compute_goals(result, args)
-    goals = {g["goal"]: g for g in result.goals}
+    goals = {g.goal: g for g in result.goals}
     worst = goals["STAIRs never slower than EddyJoins by > 1.5x"]
-    assert worst["status"] == "pass" and "by the medians over the rounds: 1.69x" in worst["value"]
+    assert worst.status == "pass" and "by the medians over the rounds: 1.69x" in worst.value
     # setup 0, whose random plan is the best there is, is the one the SHJ wins
     shj = goals["STAIRs faster than SHJ in >= 90% of setups"]
-    assert shj["status"] == "fail" and shj["value"].startswith("1/2 ")
+    assert shj.status == "fail" and shj.value.startswith("1/2 ")
     assert ("the random plan the best of all plans (bushy included) in 1: "
-            "STAIRs faster in 0 of them") in shj["value"]
+            "STAIRs faster in 0 of them") in shj.value
