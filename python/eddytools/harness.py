@@ -25,8 +25,9 @@ here:
                decimals, times of runs with 6, empty cells for None)
   CLI tail     parser (description and epilog from the module docstring),
                add_common_arguments (--dsn, --out, --quick, --no-plots,
-               --no-progress), measure (database errors, the run's seconds
-               and load) and finish (print, the exit status: 0, or 3 when
+               --no-progress), and run: measure (database errors, the run's
+               seconds and load), the benchmark's conclusion (summary,
+               files, plots), finish (print, the exit status: 0, or 3 when
                an answer check failed); csv_list for comma-separated options
   statistics   quartiles, median_or_none, paired_ratios (a configuration's
                time over another's in the same round or repeat: the two ran

@@ -84,8 +84,7 @@ from psycopg import sql
 
 from eddytools import harness, tpch
 from eddytools.db import apply_settings, connect, multiset, sql_value
-from eddytools.harness import Table, csv_list
-from eddytools.harness import median_or_none as _median
+from eddytools.harness import Table, csv_list, median_or_none
 from eddytools.tpch import QUERIES, TpchQuery
 
 PROG = "eddytools.tpch_bench"
@@ -581,10 +580,11 @@ def summarize(result: Result, args: argparse.Namespace) -> None:
         for n in args.queries:
             name = QUERIES[n].name
             p = plans[(config, name)]
-            med = {m: _median([r.seconds for r in by.get((config, name, m), [])]) for m in MODES}
-            hwm = {m: _median([r.vmhwm_kb for r in by.get((config, name, m), [])])
+            med = {m: median_or_none([r.seconds for r in by.get((config, name, m), [])])
                    for m in MODES}
-            anon = {m: _median([r.anon_peak_kb for r in by.get((config, name, m), [])])
+            hwm = {m: median_or_none([r.vmhwm_kb for r in by.get((config, name, m), [])])
+                   for m in MODES}
+            anon = {m: median_or_none([r.anon_peak_kb for r in by.get((config, name, m), [])])
                     for m in MODES}
             errors = sorted({f"{r.mode}: {r.error}" for m in MODES
                              for r in by.get((config, name, m), []) if r.error})
@@ -603,16 +603,16 @@ def summarize(result: Result, args: argparse.Namespace) -> None:
                 aa_ms=ms_or_none(med["aa"]),
                 ratio=ratio, ratio_min=min(ratios) if ratios else None,
                 ratio_max=max(ratios) if ratios else None, aa_ratio=aa,
-                paired_ratio=_median(ratios), paired_aa_ratio=_median(aa_ratios),
+                paired_ratio=median_or_none(ratios), paired_aa_ratio=median_or_none(aa_ratios),
                 peak_on_kb=hwm["on"], peak_off_kb=hwm["off"],
                 peak_ratio=(hwm["on"] / hwm["off"]) if hwm["on"] and hwm["off"] else None,
-                baseline_kb=_median([r.baseline_kb for m in MODES
+                baseline_kb=median_or_none([r.baseline_kb for m in MODES
                                         for r in by.get((config, name, m), [])]),
                 anon_on_kb=anon["on"], anon_off_kb=anon["off"],
                 anon_ratio=(anon["on"] / anon["off"]) if anon["on"] and anon["off"] else None,
-                anon_baseline_kb=_median([r.anon_baseline_kb for m in MODES
+                anon_baseline_kb=median_or_none([r.anon_baseline_kb for m in MODES
                                              for r in by.get((config, name, m), [])]),
-                rows=_median([r.rows for r in by.get((config, name, "off"), [])]),
+                rows=median_or_none([r.rows for r in by.get((config, name, "off"), [])]),
                 reasons=" | ".join(p.reasons) if not p.eddy_nodes else "",
                 errors=" | ".join(errors),
             ))
@@ -661,8 +661,8 @@ def totals_of(config: str, rows: list[SummaryRow]) -> Totals:
         peak_top=[PeakMemory(r.query, r.anon_on_kb, r.anon_off_kb, r.peak_on_kb,
                              r.peak_off_kb) for r in peaks[:3]],
         anon_over_off=sum(1 for r in rows if r.anon_ratio and r.anon_ratio > 1.10),
-        baseline_kb=_median([r.baseline_kb for r in rows]),
-        anon_baseline_kb=_median([r.anon_baseline_kb for r in rows]),
+        baseline_kb=median_or_none([r.baseline_kb for r in rows]),
+        anon_baseline_kb=median_or_none([r.anon_baseline_kb for r in rows]),
         errors=sum(bool(r.errors) for r in rows))
 
 
@@ -777,6 +777,8 @@ def write_results(result: Result, out: Path) -> None:
 
 def report(result: Result) -> str:
     s, env = result.settings, result.environment
+    fresh_anon = median_or_none([t.anon_baseline_kb for t in result.totals])
+    fresh_hwm = median_or_none([t.baseline_kb for t in result.totals])
     lines = [
         f"# TPC-H SF {s['scale']:g}, eddy on against off",
         "",
@@ -795,9 +797,8 @@ def report(result: Result) -> str:
         "(the three modes ran back to back). Memory in MB: "
         "*private* is the backend's peak RssAnon (sampled every 5 ms), *HWM* its VmHWM "
         "(peak resident set, which counts the shared_buffers pages it touched); a fresh "
-        f"backend has {kb_as_mb(_median([t.anon_baseline_kb for t in result.totals]))} MB "
-        f"private and a VmHWM of {kb_as_mb(_median([t.baseline_kb for t in result.totals]))} "
-        "MB; parallel workers are not counted.",
+        f"backend has {kb_as_mb(fresh_anon)} MB private and a VmHWM of "
+        f"{kb_as_mb(fresh_hwm)} MB; parallel workers are not counted.",
         "",
         "| config | Eddy plans | total on/off | eddy plans only | worst query | "
         "> 1.10x | A/A range | A/A total | paired: worst | > 1.10x (with an eddy) | "
