@@ -63,8 +63,6 @@ from eddytools.db import connect, sql_value
 RunT = TypeVar("RunT")
 K = TypeVar("K", bound=Hashable)
 
-SERVER_SETTINGS = ("server_version", "debug_assertions", "shared_preload_libraries")
-
 
 # --------------------------------------------------------------------------- the result
 
