@@ -117,7 +117,8 @@ def settings_record(args: argparse.Namespace, prog: str, argv: Sequence[str]) ->
 def git_state() -> dict[str, Any]:
     """The commit of the checkout this package runs from (the benchmark
     targets build and install the extension from the same checkout) and
-    whether its work tree had changes: None for both outside a checkout."""
+    whether its tracked files had changes (untracked files do not count):
+    None for both outside a checkout."""
     top = Path(__file__).resolve().parents[2]    # python/eddytools/harness.py
 
     def git(*argv: str) -> str | None:
