@@ -28,32 +28,29 @@ and makes the exit status 3.
 
 Output in --out: measurements.csv (every run), summary.csv, results.json
 (settings, environment, every run, the summary, errors) and one PNG per
-experiment (selections.png, shj.png, index.png).
+experiment (selections.png, shj.png, index.png).  The settings record the
+command line, the environment the git commit of the build and whether its
+work tree was dirty (eddytools.harness, shared with the other benchmarks).
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
-import datetime as dt
-import json
-import os
-import platform
 import statistics
 import sys
 import time
-from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import psycopg
 from sqlglot import exp
 
-from eddytools import bench_join, bench_selection
-from eddytools.db import connect, rows_digest, set_gucs, sql_value
+from eddytools import bench_join, bench_selection, harness
+from eddytools.db import apply_settings, connect, rows_digest
+from eddytools.harness import Result, Table, csv_list
 from eddytools.sqlast import DIALECT, parse
 
+PROG = "eddytools.bench"
 EXPERIMENTS = ("selections", "shj", "index")
 TITLES = {
     "selections": "Cost of adaptivity: eddies with selections (Figure 5)",
@@ -65,6 +62,8 @@ QUICK_ROWS = {"tenk": 2_000, "hundredk": 5_000}
 QUICK_SCHEMA = "eddy_bench_quick"
 MIGRATIONS = ("off", "guarded", "greedy")   # eddy.migration's values
 WRONG = "wrong"          # the configuration --inject-wrong-config adds
+# The benchmark session's settings (every configuration starts from them).
+SESSION = {"max_parallel_workers_per_gather": "0", "jit": "off", "work_mem": "64MB"}
 
 
 class AnswerMismatch(Exception):
@@ -81,6 +80,7 @@ class Query:
 
 @dataclass
 class Run:
+    """One timed run: a row of measurements.csv."""
     experiment: str
     query: str
     config: str
@@ -91,12 +91,23 @@ class Run:
 
 
 @dataclass
-class Result:
-    settings: dict
-    environment: dict = field(default_factory=dict)
-    runs: list[Run] = field(default_factory=list)
-    summary: list[dict] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
+class SummaryRow:
+    """One (experiment, query, configuration): a row of summary.csv.  Times
+    in ms over the repetitions; normalized: over vanilla's median."""
+    experiment: str
+    query: str
+    config: str
+    n: int
+    median_ms: float
+    min_ms: float
+    max_ms: float
+    q1_ms: float
+    q3_ms: float
+    normalized: float
+    normalized_min: float
+    normalized_max: float
+    normalized_q1: float
+    normalized_q3: float
 
 
 # --------------------------------------------------------------------------- queries
@@ -153,20 +164,22 @@ def configure(conn: psycopg.Connection, config: str, q: Query, policy: str,
     previous one (eddy.selection_min_cost = 0 of the selection experiment
     would make the join experiments' scan filters routed selections)."""
     eddy_config = "eddy@100" if config == WRONG else config
-    conn.execute("RESET ALL")
-    session_setup(conn, schema)
+    eddy = eddy_config.startswith("eddy@")
+    settings = session_settings(schema)
     if q.method == "selection":
-        if eddy_config == "vanilla":
-            set_gucs(conn, enabled="off", static_shj="off")
+        if eddy:
+            settings |= {"eddy.enabled": "on", "eddy.static_shj": "off",
+                         "eddy.selection_min_cost": "0", "eddy.routing_policy": policy,
+                         "eddy.reopt_frequency": str(eddy_frequency(eddy_config))}
         else:
-            set_gucs(conn, enabled="on", static_shj="off", selection_min_cost=0,
-                     routing_policy=policy, reopt_frequency=eddy_frequency(eddy_config))
+            settings |= {"eddy.enabled": "off", "eddy.static_shj": "off"}
     else:
-        bench_join.configure(conn, eddy_config, q.method)
-        if eddy_config.startswith("eddy@"):
-            set_gucs(conn, routing_policy=policy)
-    if eddy_config.startswith("eddy@"):
-        set_gucs(conn, migration=eddy_migration(eddy_config))
+        settings |= bench_join.join_settings(eddy_config, q.method)
+        if eddy:
+            settings["eddy.routing_policy"] = policy
+    if eddy:
+        settings["eddy.migration"] = eddy_migration(eddy_config)
+    apply_settings(conn, settings, reset=True)
     return wrong_query(q.sql) if config == WRONG else q.sql
 
 
@@ -192,53 +205,27 @@ def load_data(dsn: str, experiments: list[str], quick: bool, master: str,
               schema: str, quiet: bool) -> None:
     """tenk1..5 and hundredk1..5 with the Spark loader (tables already loaded
     with the same parameters are skipped by the loader itself)."""
-    from spark_loader.cli import format_report, run
-    from spark_loader.session import start_spark
-
     sets = ["tenk"] if set(experiments) & {"selections", "shj"} else []
     if "index" in experiments:
         sets.append("hundredk")
-    spark = None
-    try:
-        for name in sets:
-            if quick:
-                argv = ["wisconsin", "--rows", str(QUICK_ROWS[name]),
-                        "--tables", *[f"{name}{i}" for i in range(1, 6)]]
-            else:
-                argv = [name]
-            argv += ["--dsn", dsn, "--schema", schema, "--master", master]
-            if quiet:
-                argv.append("--quiet")
-            if spark is None and _missing(dsn, schema, name):
-                spark = start_spark(master, app_name="eddy bench loader")
-            report = run(argv, spark=spark)
-            if not quiet:
-                print(format_report(report), file=sys.stderr)
-    finally:
-        if spark is not None:
-            spark.stop()
-
-
-def _missing(dsn: str, schema: str, name: str) -> bool:
-    with connect(dsn) as conn:
-        return any(sql_value(conn, "SELECT to_regclass(%s) IS NULL", (f"{schema}.{name}{i}",))
-                   for i in range(1, 6))
+    jobs = []
+    for name in sets:
+        tables = [f"{name}{i}" for i in range(1, 6)]
+        argv = (["wisconsin", "--rows", str(QUICK_ROWS[name]), "--tables", *tables]
+                if quick else [name])
+        jobs.append(([*argv, "--schema", schema], [f"{schema}.{t}" for t in tables]))
+    harness.run_loader(dsn, jobs, master, quiet, app_name="eddy bench loader")
 
 
 # --------------------------------------------------------------------------- measuring
 
-def session_setup(conn: psycopg.Connection, schema: str) -> None:
+def session_settings(schema: str) -> dict[str, str]:
     """The benchmark session's settings (every configuration starts from them)."""
-    conn.execute("SET max_parallel_workers_per_gather = 0")
-    conn.execute("SET jit = off")
-    conn.execute("SET work_mem = '64MB'")
-    if schema != "public":
-        conn.execute(psycopg.sql.SQL("SET search_path = {}, public").format(
-            psycopg.sql.Identifier(schema)))
+    return {**SESSION, **({"search_path": f"{schema}, public"} if schema != "public" else {})}
 
 
 def measure(conn: psycopg.Connection, queries: list[Query], args: argparse.Namespace,
-            result: Result) -> None:
+            result: Result[Run]) -> None:
     """Run every query under every configuration, interleaved, recording runs;
     answer mismatches go to ``result.errors``."""
     from tqdm import tqdm
@@ -280,26 +267,24 @@ def measure(conn: psycopg.Connection, queries: list[Query], args: argparse.Names
         bar.close()
 
 
-def summarize(result: Result) -> None:
+def summarize(result: Result[Run]) -> None:
     groups: dict[tuple[str, str, str], list[float]] = {}
     for r in result.runs:
         groups.setdefault((r.experiment, r.query, r.config), []).append(r.seconds)
-    rows: list[dict[str, Any]] = []
+    rows: list[SummaryRow] = []
     for (experiment, query, config), times in groups.items():
         base_times = groups.get((experiment, query, "vanilla"))
         base = statistics.median(base_times) if base_times else float("nan")
         med = statistics.median(times)
-        q1, _, q3 = (statistics.quantiles(times, n=4, method="inclusive")
-                     if len(times) > 1 else (med, med, med))
-        rows.append({
-            "experiment": experiment, "query": query, "config": config, "n": len(times),
-            "median_ms": med * 1e3, "min_ms": min(times) * 1e3, "max_ms": max(times) * 1e3,
-            "q1_ms": q1 * 1e3, "q3_ms": q3 * 1e3,
-            "normalized": med / base, "normalized_min": min(times) / base,
-            "normalized_max": max(times) / base,
-            "normalized_q1": q1 / base, "normalized_q3": q3 / base,
-        })
-    rows.sort(key=lambda r: (EXPERIMENTS.index(r["experiment"]), config_rank(r["config"])))
+        q1, q3 = harness.quartiles(times)
+        rows.append(SummaryRow(
+            experiment, query, config, len(times),
+            median_ms=med * 1e3, min_ms=min(times) * 1e3, max_ms=max(times) * 1e3,
+            q1_ms=q1 * 1e3, q3_ms=q3 * 1e3,
+            normalized=med / base, normalized_min=min(times) / base,
+            normalized_max=max(times) / base, normalized_q1=q1 / base,
+            normalized_q3=q3 / base))
+    rows.sort(key=lambda r: (EXPERIMENTS.index(r.experiment), config_rank(r.config)))
     result.summary = rows   # stable: queries stay in the order they ran
 
 
@@ -315,23 +300,23 @@ def config_rank(config: str) -> tuple[int, int]:
     return (3, 0)
 
 
-def summary_table(result: Result) -> str:
+def summary_table(result: Result[Run]) -> str:
     """The terminal table: per query, each configuration's median (ms),
     its ratio to vanilla and the ratio's min-max spread."""
     lines = []
-    by_exp: dict[str, list[dict]] = {}
+    by_exp: dict[str, list[SummaryRow]] = {}
     for row in result.summary:
-        by_exp.setdefault(row["experiment"], []).append(row)
+        by_exp.setdefault(row.experiment, []).append(row)
     for experiment in EXPERIMENTS:
         rows = by_exp.get(experiment)
         if not rows:
             continue
-        configs = sorted(dict.fromkeys(r["config"] for r in rows), key=config_rank)
-        queries = list(dict.fromkeys(r["query"] for r in rows))
-        cell = {(r["query"], r["config"]): r for r in rows}
+        configs = sorted(dict.fromkeys(r.config for r in rows), key=config_rank)
+        queries = list(dict.fromkeys(r.query for r in rows))
+        cell = {(r.query, r.config): r for r in rows}
         width = 30
         lines.append(f"{experiment}: median ms (x vanilla) [min-max x vanilla], "
-                     f"n = {rows[0]['n']}")
+                     f"n = {rows[0].n}")
         lines.append(f"{'query':<16}" + "".join(f"{c:>{width}}" for c in configs))
         for q in queries:
             line = f"{q:<16}"
@@ -340,10 +325,10 @@ def summary_table(result: Result) -> str:
                 if r is None:
                     line += f"{'-':>{width}}"
                 elif c == "vanilla":
-                    line += f"{r['median_ms']:>{width}.2f}"
+                    line += f"{r.median_ms:>{width}.2f}"
                 else:
-                    text = (f"{r['median_ms']:.2f} ({r['normalized']:.2f}x)"
-                            f" [{r['normalized_min']:.2f}-{r['normalized_max']:.2f}]")
+                    text = (f"{r.median_ms:.2f} ({r.normalized:.2f}x)"
+                            f" [{r.normalized_min:.2f}-{r.normalized_max:.2f}]")
                     line += f"{text:>{width}}"
             lines.append(line)
         lines.append("")
@@ -352,45 +337,27 @@ def summary_table(result: Result) -> str:
 
 # --------------------------------------------------------------------------- output
 
-def write_results(result: Result, out: Path) -> None:
-    out.mkdir(parents=True, exist_ok=True)
-    fields = [f for f in Run.__dataclass_fields__]
-    with open(out / "measurements.csv", "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(fields)
-        for r in result.runs:
-            w.writerow([f"{r.seconds:.6f}" if k == "seconds" else getattr(r, k)
-                        for k in fields])
+def write_results(result: Result[Run], out: Path) -> None:
+    tables = [Table("measurements.csv", result.runs, harness.run_columns(Run),
+                    {"seconds": ".6f"})]
     if result.summary:
-        with open(out / "summary.csv", "w", newline="") as f:
-            dw = csv.DictWriter(f, fieldnames=list(result.summary[0]))
-            dw.writeheader()
-            for row in result.summary:
-                dw.writerow({k: (f"{v:.4f}" if isinstance(v, float) else v)
-                            for k, v in row.items()})
-    doc = {"settings": result.settings, "environment": result.environment,
-           "runs": [asdict(r) for r in result.runs], "summary": result.summary,
-           "errors": result.errors}
-    (out / "results.json").write_text(json.dumps(doc, indent=1) + "\n")
+        tables.append(Table("summary.csv", result.summary))
+    harness.write_results(result, out, tables)
 
 
-def plot(result: Result, out: Path) -> list[Path]:
+def plot(result: Result[Run], out: Path) -> list[Path]:
     """One PNG per experiment, as the study's Figures 5-7: grouped bars of the
     median time normalized to vanilla, one group per query, one bar per
     configuration, whiskers spanning the interquartile range of the runs."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = harness.pyplot()
     written = []
     for experiment in EXPERIMENTS:
-        rows = [r for r in result.summary if r["experiment"] == experiment]
+        rows = [r for r in result.summary if r.experiment == experiment]
         if not rows:
             continue
-        configs = sorted(dict.fromkeys(r["config"] for r in rows), key=config_rank)
-        queries = list(dict.fromkeys(r["query"] for r in rows))
-        cell = {(r["query"], r["config"]): r for r in rows}
+        configs = sorted(dict.fromkeys(r.config for r in rows), key=config_rank)
+        queries = list(dict.fromkeys(r.query for r in rows))
+        cell = {(r.query, r.config): r for r in rows}
         fig, ax = plt.subplots(figsize=(max(6.0, 1.3 * len(queries) + 2), 4.2))
         width = 0.8 / len(configs)
         cmap = plt.get_cmap("tab10")
@@ -401,9 +368,9 @@ def plot(result: Result, out: Path) -> list[Path]:
                 if r is None:
                     continue
                 xs.append(i - 0.4 + width * (k + 0.5))
-                ys.append(r["normalized"])
-                lo.append(max(0.0, r["normalized"] - r["normalized_q1"]))
-                hi.append(max(0.0, r["normalized_q3"] - r["normalized"]))
+                ys.append(r.normalized)
+                lo.append(max(0.0, r.normalized - r.normalized_q1))
+                hi.append(max(0.0, r.normalized_q3 - r.normalized))
             label = {"vanilla": "PostgreSQL", "shj": "SHJ"}.get(
                 config, config.replace("eddy@", "E(") + ")" if config.startswith("eddy@")
                 else config)
@@ -417,61 +384,24 @@ def plot(result: Result, out: Path) -> list[Path]:
         ax.set_ylabel("time normalized to PostgreSQL\n(median, whiskers: IQR)")
         ax.set_title(TITLES[experiment], fontsize=10)
         ax.legend(fontsize=8, ncol=min(len(configs), 6), loc="upper left", frameon=False)
-        top = max(r["normalized_q3"] for r in rows)
+        top = max(r.normalized_q3 for r in rows)
         ax.set_ylim(0, max(1.5, top * 1.18))
-        fig.tight_layout()
-        path = out / f"{experiment}.png"
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
-        written.append(path)
+        written.append(harness.save_figure(fig, out / f"{experiment}.png"))
     return written
 
 
-def environment(conn: psycopg.Connection) -> dict:
-    def show(name: str) -> str:
-        return str(sql_value(conn, f"SHOW {name}"))
-
-    return {
-        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        "host": platform.node(), "cpus": os.cpu_count(), "python": platform.python_version(),
-        "server_version": show("server_version"),
-        "assertions": show("debug_assertions"),
-        "shared_preload_libraries": show("shared_preload_libraries"),
-        "eddy_version": sql_value(
-            conn, "SELECT extversion FROM pg_extension WHERE extname = 'eddy'"),
-    }
-
-
-# --------------------------------------------------------------------------- CLI
-
-def csv_list(choices: tuple[str, ...] | None = None, conv: Callable[[str], Any] = str
-             ) -> Callable[[str], list]:
-    """argparse type: a non-empty comma-separated list, each item among
-    ``choices`` (if given) and converted by ``conv``."""
-    def parse(text: str) -> list:
-        items = [t.strip() for t in text.split(",") if t.strip()]
-        if not items:
-            raise argparse.ArgumentTypeError("empty list")
-        for t in items:
-            if choices is not None and t not in choices:
-                raise argparse.ArgumentTypeError(
-                    f"invalid choice {t!r} (choose from {', '.join(choices)})")
-        try:
-            return [conv(t) for t in items]
-        except ValueError as e:
-            raise argparse.ArgumentTypeError(str(e)) from None
-    return parse
-
-
 def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(
-        prog="python -m eddytools.bench",
-        description=__doc__.split("\n\n")[0].replace("\n", " "),
-        epilog=__doc__.split("\n\n", 2)[2],
-        formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--dsn", default="",
-                    help="libpq connection string of the database (default: the PG* "
-                         "environment); the server must preload eddy")
+    ap = harness.parser(PROG, __doc__)
+    harness.add_common_arguments(
+        ap, dsn_help="libpq connection string of the database (default: the PG* "
+                     "environment); the server must preload eddy",
+        out=Path("bench-results"),
+        out_help="output folder (default: bench-results, untracked; "
+                 "--out docs/bench refreshes the committed results)",
+        quick_help=f"smoke run: small tables ({QUICK_ROWS['tenk']:,} and "
+                   f"{QUICK_ROWS['hundredk']:,} rows) in schema {QUICK_SCHEMA}, "
+                   "2 repetitions, frequencies 1 and 100",
+        progress_help="no progress bar")
     ap.add_argument("-e", "--experiments", type=csv_list(EXPERIMENTS), default=list(EXPERIMENTS),
                     help="comma-separated, from selections, shj, index (default: all)")
     ap.add_argument("--freqs", type=csv_list(conv=int), default=None,
@@ -485,73 +415,65 @@ def build_parser() -> argparse.ArgumentParser:
                          "data side by side (configurations eddy@F+guarded)")
     ap.add_argument("--no-shj", action="store_true",
                     help="leave out the static symmetric hash join configuration")
-    ap.add_argument("-r", "--reps", type=int, default=None,
+    ap.add_argument("-r", "--reps", "--rounds", dest="reps", type=int, default=None,
                     help="measured repetitions (default: 11; --quick: 2)")
     ap.add_argument("--warmup", type=int, default=1,
                     help="unrecorded warm-up repetitions first (default: 1)")
-    ap.add_argument("-o", "--out", type=Path, default=Path("bench-results"),
-                    help="output folder (default: bench-results, untracked; "
-                         "--out docs/bench refreshes the committed results)")
-    ap.add_argument("--quick", action="store_true",
-                    help=f"smoke run: small tables ({QUICK_ROWS['tenk']:,} and "
-                         f"{QUICK_ROWS['hundredk']:,} rows) in schema {QUICK_SCHEMA}, "
-                         "2 repetitions, frequencies 1 and 100")
     ap.add_argument("--master", default="local[*]",
                     help="Spark master of the loader (default: local[*])")
     ap.add_argument("--no-load", action="store_true",
                     help="do not run the Spark loader; the tables must exist")
-    ap.add_argument("--no-plots", action="store_true", help="no PNGs")
-    ap.add_argument("--no-progress", action="store_true", help="no progress bar")
     # Testing only: adds a configuration that runs a different query.
     ap.add_argument("--inject-wrong-config", action="store_true", help=argparse.SUPPRESS)
     return ap
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+def resolve(args: argparse.Namespace) -> None:
+    """The defaults that depend on --quick."""
     if args.reps is None:
         args.reps = 2 if args.quick else 11
     if args.freqs is None:
         args.freqs = [1, 100] if args.quick else [1, 10, 100, 1000]
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    args = build_parser().parse_args(argv)
+    resolve(args)
     if args.reps < 1 or args.warmup < 0:
         print("bench: --reps must be >= 1 and --warmup >= 0", file=sys.stderr)
         return 2
     schema = QUICK_SCHEMA if args.quick else "public"
-    settings = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()
-                if k not in ("dsn",)}
+    settings = harness.settings_record(args, PROG, argv)
     settings["schema"] = schema
     settings["rows"] = QUICK_ROWS if args.quick else FULL_ROWS
-    result = Result(settings=settings)
-    t0 = time.monotonic()
-    try:
-        with connect(args.dsn) as conn:
-            conn.execute("CREATE EXTENSION IF NOT EXISTS eddy")
-            if schema != "public":
+    result: Result[Run] = Result(settings=settings)
+    args.schema = schema
+
+    def run() -> None:
+        harness.prepare_eddy(args.dsn)
+        if schema != "public":
+            with connect(args.dsn) as conn:
                 conn.execute(psycopg.sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(
                     psycopg.sql.Identifier(schema)))
         if not args.no_load:
             load_data(args.dsn, args.experiments, args.quick, args.master, schema,
                       quiet=args.no_progress)
         with connect(args.dsn) as conn:
-            args.schema = schema
-            session_setup(conn, schema)
-            if "eddy" not in sql_value(conn, "SHOW shared_preload_libraries"):
-                conn.execute("LOAD 'eddy'")
-            result.environment = environment(conn)
+            apply_settings(conn, session_settings(schema))
+            harness.load_eddy(conn)
+            result.environment = harness.environment(conn)
             measure(conn, experiment_queries(args.experiments), args, result)
-    except psycopg.Error as e:
-        print(f"bench: database error: {str(e).strip()}", file=sys.stderr)
-        return 1
-    result.environment["seconds"] = round(time.monotonic() - t0, 1)
-    summarize(result)
-    write_results(result, args.out)
-    pngs = [] if args.no_plots else plot(result, args.out)
-    print(summary_table(result))
-    print(f"results: {args.out}/measurements.csv, summary.csv, results.json"
-          + (f"; plots: {', '.join(p.name for p in pngs)}" if pngs else ""))
-    for err in result.errors:
-        print(f"bench: error: {err}", file=sys.stderr)
-    return 3 if result.errors else 0
+
+    def conclude() -> tuple[str, str]:
+        summarize(result)
+        write_results(result, args.out)
+        pngs = [] if args.no_plots else plot(result, args.out)
+        return summary_table(result), (
+            f"{args.out}/measurements.csv, summary.csv, results.json"
+            + (f"; plots: {', '.join(p.name for p in pngs)}" if pngs else ""))
+
+    return harness.run("bench", result, run, conclude)
 
 
 def cli() -> None:

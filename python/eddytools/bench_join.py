@@ -22,7 +22,7 @@ import time
 import psycopg
 
 from eddytools.bench_selection import ensure_table
-from eddytools.db import connect, rows_digest, set_gucs
+from eddytools.db import apply_settings, connect, rows_digest
 
 
 def star(n: int, prefix: str, select: str, extra: str = "") -> str:
@@ -45,25 +45,30 @@ def queries(kinds: list[str]) -> dict[str, tuple[str, str]]:
     return out
 
 
-def configure(conn: psycopg.Connection, config: str, method: str) -> None:
+def join_settings(config: str, method: str) -> dict[str, str]:
     """Settings of one configuration.  As in the study, the join method is
     forced for vanilla PostgreSQL too: hash joins for the hash experiments
     (so that the static SHJ has Hash Joins to replace), index nested loops
     for the index experiments."""
     index = method == "index"
+    settings = {"enable_hashjoin": "off" if index else "on", "enable_mergejoin": "off",
+                "enable_nestloop": "on" if index else "off"}
+    if config == "vanilla":
+        settings |= {"eddy.enabled": "off", "eddy.static_shj": "off"}
+    elif config == "shj":
+        settings |= {"eddy.enabled": "off", "eddy.static_shj": "on"}
+    else:
+        settings |= {"eddy.enabled": "on", "eddy.static_shj": "off",
+                     "eddy.reopt_frequency": config.split("@")[1].partition("+")[0],
+                     "eddy.join_method": "index" if index else "hash"}
+    return settings
+
+
+def configure(conn: psycopg.Connection, config: str, method: str) -> None:
+    """Apply join_settings in the session."""
     # a selection experiment's setting must not route the N-X filters here
     conn.execute("RESET eddy.selection_min_cost")
-    conn.execute(f"SET enable_hashjoin = {'off' if index else 'on'}")
-    conn.execute("SET enable_mergejoin = off")
-    conn.execute(f"SET enable_nestloop = {'on' if index else 'off'}")
-    if config == "vanilla":
-        set_gucs(conn, enabled="off", static_shj="off")
-    elif config == "shj":
-        set_gucs(conn, enabled="off", static_shj="on")
-    else:
-        set_gucs(conn, enabled="on", static_shj="off",
-                 reopt_frequency=config.split("@")[1].partition("+")[0],
-                 join_method="index" if index else "hash")
+    apply_settings(conn, join_settings(config, method))
 
 
 def main(argv: list[str] | None = None) -> None:

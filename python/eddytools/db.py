@@ -7,7 +7,7 @@ import json
 import random
 import time
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -34,19 +34,25 @@ def sql_value(conn: psycopg.Connection | psycopg.Cursor, query: str | sql.SQL | 
     return row[0]
 
 
+def apply_settings(conn: psycopg.Connection, settings: Mapping[str, Any],
+                   reset: bool = False) -> None:
+    """Set each setting (full name: work_mem, eddy.enabled) to its value for
+    the session with set_config, after RESET ALL if ``reset``: the one way
+    the tests and the benchmark harness apply settings."""
+    if reset:
+        conn.execute("RESET ALL")
+    for name, value in settings.items():
+        conn.execute(sql.SQL("SELECT set_config({}, {}, false)").format(
+            sql.Literal(name), sql.Literal(str(value))))
+
+
 def set_gucs(conn: psycopg.Connection, **settings: Any) -> None:
     """SET each eddy.<name> for the session; a name given with '__' is a full
     dotted name, and one that begins with 'pg__' a core setting (pg__work_mem)."""
-    for name, value in settings.items():
-        if name.startswith("pg__"):
-            guc = name[4:]
-        else:
-            guc = name.replace("__", ".") if "__" in name else f"eddy.{name}"
-        conn.execute(
-            sql.SQL("SELECT set_config({}, {}, false)").format(
-                sql.Literal(guc), sql.Literal(str(value))
-            )
-        )
+    apply_settings(conn, {
+        name[4:] if name.startswith("pg__")
+        else name.replace("__", ".") if "__" in name else f"eddy.{name}": value
+        for name, value in settings.items()})
 
 
 def explain_json(conn: psycopg.Connection, query: str, *, analyze: bool = False,

@@ -63,26 +63,22 @@ Output in --out: measurements.csv (every timed run), summary.csv, counters.csv
 (EXPLAIN ANALYZE of every eddy), fig7iii_output.csv (output times),
 fig8_setups.csv, results.json (all of it, with the settings, environment,
 goals, unavailable configurations and errors) and fig9.png, fig7.png,
-fig8.png.
+fig8.png.  The settings record the command line, the environment the git
+commit of the build and whether its work tree was dirty (eddytools.harness,
+shared with the other benchmarks; Figure 8's cost model: eddytools.joinorder).
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
-import datetime as dt
-import functools
-import itertools
 import json
 import math
-import os
-import platform
 import random
 import re
 import statistics
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -90,9 +86,12 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from eddytools.bench import csv_list
-from eddytools.db import connect, plan_nodes, rows_digest, sql_value
+from eddytools import harness
+from eddytools.db import apply_settings, connect, plan_nodes, rows_digest, sql_value
+from eddytools.harness import Table, csv_list, first_line
+from eddytools.joinorder import Edge, largest_intermediate, make_edge, plan_excess, plan_excess_any
 
+PROG = "eddytools.experiments"
 FIGURES = ("9", "7", "8")
 DEFAULT_OUT = Path("experiments-results")
 POLICIES = ("rank", "cumulative", "lottery", "random")
@@ -169,28 +168,65 @@ class Run:
 
 
 @dataclass
-class Result:
-    settings: dict
-    environment: dict = field(default_factory=dict)
-    runs: list[Run] = field(default_factory=list)
+class SummaryRow:
+    """One (figure, case, configuration): a row of summary.csv.  Times in
+    ms over the timed rounds; vs_base: the median over Base's.  The A/A
+    configuration's row also has its paired ratios to Base (the rounds'
+    base-aa / base), which the other rows leave out of the file."""
+    figure: str
+    case: str
+    config: str
+    n: int
+    median_ms: float
+    min_ms: float
+    max_ms: float
+    q1_ms: float
+    q3_ms: float
+    vs_base: float | None
+    aa_ratio_median: float | None = None
+    aa_ratio_min: float | None = None
+    aa_ratio_max: float | None = None
+
+    def as_row(self) -> dict[str, Any]:
+        """The row as summary.csv and results.json have it."""
+        row = asdict(self)
+        if self.aa_ratio_median is None:
+            for key in ("aa_ratio_median", "aa_ratio_min", "aa_ratio_max"):
+                del row[key]
+        return row
+
+
+@dataclass
+class Goal:
+    """One of the paper's claims, checked: pass, fail or n/a (not measured)."""
+    figure: str
+    goal: str
+    status: str
+    value: str
+
+
+@dataclass
+class Result(harness.Result[Run]):
     counters: list[dict] = field(default_factory=list)
     output_times: list[dict] = field(default_factory=list)
     setups: list[dict] = field(default_factory=list)
-    summary: list[dict] = field(default_factory=list)
-    goals: list[dict] = field(default_factory=list)
     unavailable: list[dict] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    summary: list[SummaryRow] = field(default_factory=list)
+    goals: list[Goal] = field(default_factory=list)
+
+    def document(self) -> dict[str, Any]:
+        return {"settings": self.settings, "environment": self.environment,
+                "goals": self.goals, "unavailable": self.unavailable, "errors": self.errors,
+                "notes": self.notes, "summary": self.summary, "counters": self.counters,
+                "setups": self.setups, "output_times": self.output_times, "runs": self.runs}
 
 
 # --------------------------------------------------------------------------- settings
 
-def apply(conn: psycopg.Connection, gucs: dict[str, str]) -> None:
+def configure(conn: psycopg.Connection, gucs: dict[str, str]) -> None:
     """RESET ALL, the session settings, then ``gucs``."""
-    conn.execute("RESET ALL")
-    for name, value in {**SESSION, **gucs}.items():
-        conn.execute(sql.SQL("SELECT set_config({}, {}, false)").format(
-            sql.Literal(name), sql.Literal(value)))
+    apply_settings(conn, {**SESSION, **gucs}, reset=True)
 
 
 def eddy_gucs(policy: str, **extra: str) -> dict[str, str]:
@@ -232,9 +268,7 @@ class Availability:
             key = (name, value)
             if key not in self.cache:
                 try:
-                    self.conn.execute("RESET ALL")
-                    self.conn.execute(sql.SQL("SELECT set_config({}, {}, false)").format(
-                        sql.Literal(name), sql.Literal(value)))
+                    apply_settings(self.conn, {name: value}, reset=True)
                     self.cache[key] = None
                 except psycopg.Error as e:
                     self.cache[key] = f"SET {name} = '{value}': {str(e).strip().splitlines()[0]}"
@@ -246,7 +280,7 @@ class Availability:
 # --------------------------------------------------------------------------- plans
 
 def plan_of(conn: psycopg.Connection, cfg: Config) -> dict:
-    apply(conn, cfg.gucs)
+    configure(conn, cfg.gucs)
     raw = sql_value(conn, f"EXPLAIN (FORMAT JSON, COSTS OFF) {cfg.sql}")
     doc = raw if isinstance(raw, list) else json.loads(raw)
     return doc[0]["Plan"]
@@ -296,7 +330,7 @@ def check_plan(plan: dict, cfg: Config, aliases: list[str]) -> str | None:
 
 def eddy_counters(conn: psycopg.Connection, cfg: Config) -> dict:
     """EXPLAIN (ANALYZE, TIMING, VERBOSE) of ``cfg``: the eddy's counters."""
-    apply(conn, cfg.gucs)
+    configure(conn, cfg.gucs)
     raw = sql_value(conn, f"EXPLAIN (ANALYZE, TIMING ON, VERBOSE, FORMAT JSON) {cfg.sql}")
     doc = (raw if isinstance(raw, list) else json.loads(raw))[0]
     eddy = next((n for n in plan_nodes(doc["Plan"])
@@ -327,15 +361,11 @@ def eddy_counters(conn: psycopg.Connection, cfg: Config) -> dict:
 # --------------------------------------------------------------------------- measuring
 
 def run_once(conn: psycopg.Connection, cfg: Config) -> tuple[float, int, str]:
-    apply(conn, cfg.gucs)
+    configure(conn, cfg.gucs)
     t0 = time.perf_counter()
     rows = conn.execute(cfg.sql).fetchall()
     elapsed = time.perf_counter() - t0
     return elapsed, len(rows), rows_digest(rows)
-
-
-def first_line(e: BaseException) -> str:
-    return (str(e).strip().splitlines() or [type(e).__name__])[0]
 
 
 class Measurer:
@@ -469,10 +499,7 @@ def figure9_cases(rows: int, policy: str) -> list[Case]:
 
 def check_id_order(conn: psycopg.Connection, table: str, column: str) -> int:
     """Rows a sequential scan of ``table`` returns out of ``column`` order."""
-    conn.execute("RESET ALL")
-    for name, value in {**SESSION, **STREAM}.items():
-        conn.execute(sql.SQL("SELECT set_config({}, {}, false)").format(
-            sql.Literal(name), sql.Literal(value)))
+    configure(conn, STREAM)
     return int(sql_value(conn, sql.SQL(
         "SELECT count(*) FROM (SELECT {c} AS v, lag({c}) OVER () AS prev FROM {t}) x "
         "WHERE prev > v").format(c=sql.Identifier(column), t=sql.Identifier(table))))
@@ -562,7 +589,7 @@ def stream_output(conn: psycopg.Connection, cfg: Config, batch: int = 100
                   ) -> tuple[list[tuple[float, int]], int, str]:
     """Run ``cfg`` through a server-side cursor; (seconds, rows so far) after
     every fetched batch, the row count and the digest."""
-    apply(conn, cfg.gucs)
+    configure(conn, cfg.gucs)
     conn.execute("SET cursor_tuple_fraction = 1.0")   # the same plan as a plain query
     points: list[tuple[float, int]] = [(0.0, 0)]
     rows: list[tuple] = []
@@ -592,19 +619,6 @@ def syn_tables(scale: float) -> dict[str, int]:
     p = syn_prefix(scale)
     return {f"{p}syn{label}_{i}": max(10, round(rows * scale))
             for label, rows in SYN_SIZES for i in range(1, 6)}
-
-
-@dataclass
-class Edge:
-    a: str                  # alias of the smaller table
-    b: str
-    fanout: float           # |a JOIN b| / max(|a|, |b|)
-    modulus: int
-    shift: int
-
-    def clause(self) -> str:
-        right = f"{self.b}.unique1 % {self.modulus}" + (f" + {self.shift}" if self.shift else "")
-        return f"{self.a}.unique1 % {self.modulus} = {right}"
 
 
 @dataclass
@@ -657,119 +671,6 @@ class Setup:
                 "estimated_max_intermediate": round(self.estimate),
                 "shj_plan_excess": round(plan_excess(self), 3),
                 "shj_plan_excess_any": round(plan_excess_any(self), 3)}
-
-
-def make_edge(a: str, b: str, rows: dict[str, int], fanout: float) -> Edge:
-    """Join keys with |a JOIN b| = fanout * max(|a|, |b|): both sides
-    ``unique1 % K`` (unique1 is a permutation of 0..n-1), the larger side
-    shifted by S.  fanout >= 1: K = small/fanout, S = 0; fanout < 1: K =
-    small, S = (1 - fanout) * small, so a fraction fanout of the keys overlap."""
-    if rows[a] > rows[b]:
-        a, b = b, a
-    small = rows[a]
-    if fanout >= 1:
-        return Edge(a, b, fanout, max(1, round(small / fanout)), 0)
-    return Edge(a, b, fanout, small, round((1 - fanout) * small))
-
-
-def edge_size(e: Edge, rows: dict[str, int]) -> float:
-    """|a JOIN b| of an edge (expected, over the whole tables)."""
-    na, nb = rows[e.a], rows[e.b]
-    k = e.modulus
-    per_a = na / k if k <= na else 1.0
-    per_b = nb / k if k <= nb else 1.0
-    values_a = min(k, na)
-    overlap = max(0, min(values_a, e.shift + min(k, nb)) - e.shift)
-    return overlap * per_a * per_b
-
-
-def join_size(subset: Sequence[str], edges: list[Edge], rows: dict[str, int],
-              selections: dict[str, int]) -> float:
-    """The estimated result of joining a connected subset of relations (one
-    relation: its rows after its selection)."""
-    size = math.prod(rows[a] * selections[a] / 100 for a in subset)
-    for e in edges:
-        if e.a in subset and e.b in subset:
-            size *= edge_size(e, rows) / (rows[e.a] * rows[e.b])
-    return size
-
-
-def largest_intermediate(aliases: list[str], edges: list[Edge], rows: dict[str, int],
-                         selections: dict[str, int]) -> float:
-    """The largest estimated result over the connected subsets of relations."""
-    best = 0.0
-    for n in range(2, len(aliases) + 1):
-        for subset in itertools.combinations(aliases, n):
-            if connected(subset, edges):
-                best = max(best, join_size(subset, edges, rows, selections))
-    return best
-
-
-def connected(subset: Sequence[str], edges: list[Edge]) -> bool:
-    """Are the relations of ``subset`` connected by the query's edges?  The
-    join graphs are trees (paths and stars), so a subset is connected iff it
-    holds one edge fewer than relations."""
-    return sum(e.a in subset and e.b in subset for e in edges) == len(subset) - 1
-
-
-def subset_size(setup: Setup, subset: list[str]) -> float:
-    """join_size of a subset of a setup's relations."""
-    return join_size(subset, setup.edges, setup.rows, setup.selections)
-
-
-def plan_tuples(setup: Setup, order: list[str]) -> float:
-    """The tuples a left-deep plan handles by the estimates: every base
-    relation's rows after its selection, every intermediate result and the
-    query's result."""
-    return (sum(subset_size(setup, [a]) for a in order) +
-            sum(subset_size(setup, order[:k]) for k in range(2, len(order) + 1)))
-
-
-def plan_excess(setup: Setup) -> float:
-    """The SHJ's random plan's tuples (plan_tuples) over those of the best
-    left-deep plan without cross products: how much a router that found the
-    best plan could save, by the estimates.  Near 1, the random plan is
-    already about as good as any, and an eddy can only tie it."""
-    def no_cross_product(order: tuple[str, ...]) -> bool:
-        return all(any({e.a, e.b} == {order[k], x} for e in setup.edges for x in order[:k])
-                   for k in range(1, len(order)))
-    best = min(plan_tuples(setup, list(o))
-               for o in itertools.permutations(setup.tables) if no_cross_product(o))
-    return plan_tuples(setup, setup.order) / best if best > 0 else 1.0
-
-
-def best_plan_tuples(setup: Setup) -> float:
-    """The tuples the best plan handles by the estimates (plan_tuples), over
-    every plan without cross products, bushy ones included (an eddy with
-    STAIRs can run a bushy plan: a join's STAIR may hold a composite of
-    either side): the least over the splits of a connected set into two
-    connected halves of the halves' tuples, plus the set's result."""
-    aliases = sorted(setup.tables)
-
-    @functools.cache
-    def best(subset: tuple[str, ...]) -> float:
-        size = subset_size(setup, list(subset))
-        if len(subset) == 1:
-            return size
-        parts = []
-        for k in range(1, len(subset)):
-            for left in itertools.combinations(subset, k):
-                right = tuple(a for a in subset if a not in left)
-                if (subset[0] in left and connected(left, setup.edges)
-                        and connected(right, setup.edges)):
-                    parts.append(best(left) + best(right))
-        return size + min(parts)
-
-    return best(tuple(aliases))
-
-
-def plan_excess_any(setup: Setup) -> float:
-    """plan_excess over the best of all plans, bushy ones included
-    (best_plan_tuples).  At 1, the random plan is the best plan there is,
-    by the estimates: an eddy can do no less work than the SHJ's tree, only
-    the same work at its own cost per tuple."""
-    best = best_plan_tuples(setup)
-    return plan_tuples(setup, setup.order) / best if best > 0 else 1.0
 
 
 # The random plan is the best of all plans (plan_excess_any) within this.
@@ -847,9 +748,6 @@ def figure8_case(setup: Setup, policy: str, shj_sources: str = "same") -> Case:
 def load_data(dsn: str, args: argparse.Namespace, quiet: bool) -> None:
     """The figures' tables with the Spark loader (tables already loaded with
     the same parameters are skipped by the loader itself)."""
-    from spark_loader.cli import format_report, run
-    from spark_loader.session import start_spark
-
     jobs: list[tuple[list[str], list[str]]] = []   # (argv, tables it makes)
     if "9" in args.figures:
         for n in args.rst_rows:
@@ -869,25 +767,7 @@ def load_data(dsn: str, args: argparse.Namespace, quiet: bool) -> None:
                 names = [f"syn{label}_{i}" for i in range(1, 6)]
                 jobs.append((["wisconsin", "--rows", str(max(10, round(rows * args.syn_scale))),
                               "--prefix", p, "--tables", *names], [p + t for t in names]))
-    spark = None
-    try:
-        for argv, tables in jobs:
-            argv = [*argv, "--dsn", dsn, "--master", args.master]
-            if quiet:
-                argv.append("--quiet")
-            if spark is None and missing(dsn, tables):
-                spark = start_spark(args.master, app_name="eddy experiments loader")
-            report = run(argv, spark=spark)
-            if not quiet:
-                print(format_report(report), file=sys.stderr)
-    finally:
-        if spark is not None:
-            spark.stop()
-
-
-def missing(dsn: str, tables: list[str]) -> bool:
-    with connect(dsn) as conn:
-        return any(sql_value(conn, "SELECT to_regclass(%s) IS NULL", (t,)) for t in tables)
+    harness.run_loader(dsn, jobs, args.master, quiet, app_name="eddy experiments loader")
 
 
 # --------------------------------------------------------------------------- running
@@ -946,13 +826,6 @@ def run_figures(conn: psycopg.Connection, args: argparse.Namespace, result: Resu
 
 # --------------------------------------------------------------------------- summary
 
-def quartiles(times: list[float]) -> tuple[float, float]:
-    if len(times) < 2:
-        return times[0], times[0]
-    q1, _, q3 = statistics.quantiles(times, n=4, method="inclusive")
-    return q1, q3
-
-
 def times_by_round(result: Result) -> dict[tuple[str, str, str], dict[int, float]]:
     """(figure, case, config) -> round -> seconds of every timed run."""
     out: dict[tuple[str, str, str], dict[int, float]] = {}
@@ -961,42 +834,35 @@ def times_by_round(result: Result) -> dict[tuple[str, str, str], dict[int, float
     return out
 
 
-def round_ratios(a: dict[int, float], b: dict[int, float]) -> list[float]:
-    """a's time over b's in every round both ran (times_by_round's values)."""
-    return [a[k] / b[k] for k in a if k in b and b[k] > 0]
-
-
 def summarize(result: Result) -> None:
     groups: dict[tuple[str, str, str], list[float]] = {}
     for r in result.runs:
         groups.setdefault((r.figure, r.case, r.config), []).append(r.seconds)
     by_round = times_by_round(result)
-    rows: list[dict[str, Any]] = []
+    rows: list[SummaryRow] = []
     for (figure, case, config), times in groups.items():
         med = statistics.median(times)
-        q1, q3 = quartiles(times)
+        q1, q3 = harness.quartiles(times)
         base = groups.get((figure, case, "base"))
-        row: dict[str, Any] = {
-            "figure": figure, "case": case, "config": config, "n": len(times),
-            "median_ms": med * 1e3, "min_ms": min(times) * 1e3, "max_ms": max(times) * 1e3,
-            "q1_ms": q1 * 1e3, "q3_ms": q3 * 1e3,
-            "vs_base": med / statistics.median(base) if base else None,
-        }
+        row = SummaryRow(figure, case, config, len(times), median_ms=med * 1e3,
+                         min_ms=min(times) * 1e3, max_ms=max(times) * 1e3,
+                         q1_ms=q1 * 1e3, q3_ms=q3 * 1e3,
+                         vs_base=med / statistics.median(base) if base else None)
         if config == "base-aa" and (figure, case, "base") in by_round:
-            ratios = round_ratios(by_round[(figure, case, "base-aa")],
-                                  by_round[(figure, case, "base")])
+            ratios = harness.paired_ratios(by_round[(figure, case, "base-aa")],
+                                           by_round[(figure, case, "base")])
             if ratios:
-                row["aa_ratio_median"] = statistics.median(ratios)
-                row["aa_ratio_min"] = min(ratios)
-                row["aa_ratio_max"] = max(ratios)
+                row.aa_ratio_median = statistics.median(ratios)
+                row.aa_ratio_min = min(ratios)
+                row.aa_ratio_max = max(ratios)
         rows.append(row)
     result.summary = rows
 
 
 def median_ms(result: Result, figure: str, case: str, config: str) -> float | None:
     for row in result.summary:
-        if (row["figure"], row["case"], row["config"]) == (figure, case, config):
-            return float(row["median_ms"])
+        if (row.figure, row.case, row.config) == (figure, case, config):
+            return float(row.median_ms)
     return None
 
 
@@ -1007,10 +873,11 @@ def counter(result: Result, figure: str, case: str, config: str, key: str) -> An
     return None
 
 
-def goal(result: Result, figure: str, text: str, passed: bool | None, value: str) -> None:
-    result.goals.append({"figure": figure, "goal": text,
-                         "status": "n/a" if passed is None else "pass" if passed else "fail",
-                         "value": value})
+def add_goal(result: Result, figure: str, text: str, passed: bool | None,
+             value: str) -> None:
+    """Record a claim's outcome (passed None: not measured, n/a)."""
+    result.goals.append(Goal(figure, text,
+                             "n/a" if passed is None else "pass" if passed else "fail", value))
 
 
 def unavailable(result: Result, figure: str, config: str) -> str | None:
@@ -1031,7 +898,7 @@ def figure8_pairs(result: Result, other: str) -> list[tuple[str, float]]:
     out = []
     for s in result.setups:
         case = f"setup={s['setup']}"
-        ratios = round_ratios(by_round.get(("8", case, other), {}),
+        ratios = harness.paired_ratios(by_round.get(("8", case, other), {}),
                               by_round.get(("8", case, "stairs"), {}))
         if ratios:
             out.append((case, statistics.median(ratios)))
@@ -1084,10 +951,10 @@ def compute_goals(result: Result, args: argparse.Namespace) -> None:
             case = f"rows={n}"
             e, b = median_ms(result, "9", case, "eddy"), median_ms(result, "9", case, "base")
             if e is None or b is None:
-                goal(result, "9", f"eddy (defaults) <= 0.5x Base at {n:,} rows", None,
+                add_goal(result, "9", f"eddy (defaults) <= 0.5x Base at {n:,} rows", None,
                      "not measured")
             else:
-                goal(result, "9", f"eddy (defaults) <= 0.5x Base at {n:,} rows", e <= 0.5 * b,
+                add_goal(result, "9", f"eddy (defaults) <= 0.5x Base at {n:,} rows", e <= 0.5 * b,
                      f"{e / b:.2f}x ({e:.1f} / {b:.1f} ms)")
     if "7" in args.figures:
         case = f"sf={args.sf:g}"
@@ -1096,9 +963,9 @@ def compute_goals(result: Result, args: argparse.Namespace) -> None:
             a, b = median_ms(result, "7i", case, num), median_ms(result, "7i", case, den)
             if a is None or b is None:
                 why = unavailable(result, "7i", num if a is None else den) or "not measured"
-                goal(result, "7", text, None, why)
+                add_goal(result, "7", text, None, why)
             else:
-                goal(result, "7", text, ok(a / b), f"{a / b:.2f}x ({a:.1f} / {b:.1f} ms)")
+                add_goal(result, "7", text, ok(a / b), f"{a / b:.2f}x ({a:.1f} / {b:.1f} ms)")
 
         ratio_goal("STAIRs <= 1.15x routed right", "stairs", "right", lambda r: r <= 1.15)
         ratio_goal("EddyJoins >= 1.2x STAIRs", "eddyjoins", "stairs", lambda r: r >= 1.2)
@@ -1109,20 +976,20 @@ def compute_goals(result: Result, args: argparse.Namespace) -> None:
         also = ("" if greedy is None else
                 f"; greedy: largest migration after {100 * greedy:.0f}% of the tuples routed")
         if stairs_ms is None or mig is None or not moves:
-            goal(result, "7", "migration <= 10% of STAIRs' time", None,
+            add_goal(result, "7", "migration <= 10% of STAIRs' time", None,
                  ("STAIRs made no migration" if moves == 0 else "no migration time")
                  if stairs_ms else "STAIRs not measured")
         else:
-            goal(result, "7", "migration <= 10% of STAIRs' time", mig <= 0.1 * stairs_ms,
+            add_goal(result, "7", "migration <= 10% of STAIRs' time", mig <= 0.1 * stairs_ms,
                  f"{100 * mig / stairs_ms:.1f}% ({mig:.1f} of {stairs_ms:.1f} ms, "
                  f"{moves} migrations)")
         frac = counter(result, "7i", case, "stairs", "largest_migration_fraction")
         first = counter(result, "7i", case, "stairs", "first_migration_fraction")
         if frac is None:
-            goal(result, "7", "switch at 45-65% of orders seen", False if stairs_ms else None,
+            add_goal(result, "7", "switch at 45-65% of orders seen", False if stairs_ms else None,
                  ("STAIRs made no migration" if stairs_ms else "STAIRs not measured") + also)
         else:
-            goal(result, "7", "switch at 45-65% of orders seen", 0.45 <= frac <= 0.65,
+            add_goal(result, "7", "switch at 45-65% of orders seen", 0.45 <= frac <= 0.65,
                  f"largest migration after {100 * frac:.0f}% of the tuples routed "
                  f"(first after {100 * first:.0f}%)" + also)
         ratio_goal("SteMs slower than STAIRs", "stems", "stairs", lambda r: r > 1.0)
@@ -1139,7 +1006,7 @@ def compute_goals(result: Result, args: argparse.Namespace) -> None:
             held = [r for case, r in shj if case in delayed]
             paid = ("which the SHJ pays too" if args.shj_sources != "none"
                     else "which the SHJ does not pay")
-            goal(result, "8", "STAIRs faster than SHJ in >= 90% of setups",
+            add_goal(result, "8", "STAIRs faster than SHJ in >= 90% of setups",
                  wins >= 0.9 * len(shj), f"{wins}/{len(shj)} ({100 * wins / len(shj):.0f}%); "
                  f"setups without initial delays: {sum(r > 1 for r in calm)}/{len(calm)}, "
                  f"with ({paid}): {sum(r > 1 for r in held)}/{len(held)}; "
@@ -1148,39 +1015,39 @@ def compute_goals(result: Result, args: argparse.Namespace) -> None:
                  f"; by the medians over the rounds: {sum(r > 1 for _, r in shj_med)}"
                  f"/{len(shj_med)}")
         else:
-            goal(result, "8", "STAIRs faster than SHJ in >= 90% of setups", None, "no setups")
+            add_goal(result, "8", "STAIRs faster than SHJ in >= 90% of setups", None, "no setups")
         if ej:
             close = sum(abs(r - 1) <= 0.1 for _, r in ej)
             worst_case, worst = min(ej, key=lambda p: p[1])
             close_med = sum(abs(r - 1) <= 0.1 for _, r in ej_med)
             worst_med = min((r for _, r in ej_med), default=worst)
-            goal(result, "8", "STAIRs within 10% of EddyJoins in >= 60% of setups",
+            add_goal(result, "8", "STAIRs within 10% of EddyJoins in >= 60% of setups",
                  close >= 0.6 * len(ej), f"{close}/{len(ej)} ({100 * close / len(ej):.0f}%); "
                  f"by the medians over the rounds: {close_med}/{len(ej_med)}")
-            goal(result, "8", "STAIRs never slower than EddyJoins by > 1.5x",
+            add_goal(result, "8", "STAIRs never slower than EddyJoins by > 1.5x",
                  worst >= 1 / 1.5, f"worst: STAIRs {1 / worst:.2f}x EddyJoins ({worst_case}); "
                  f"by the medians over the rounds: {1 / worst_med:.2f}x")
         else:
             for text in ("STAIRs within 10% of EddyJoins in >= 60% of setups",
                          "STAIRs never slower than EddyJoins by > 1.5x"):
-                goal(result, "8", text, None, "no setups")
+                add_goal(result, "8", text, None, "no setups")
 
 
 def summary_text(result: Result, args: argparse.Namespace) -> str:
     lines = []
-    by_case: dict[tuple[str, str], list[dict]] = {}
+    by_case: dict[tuple[str, str], list[SummaryRow]] = {}
     for row in result.summary:
-        by_case.setdefault((row["figure"], row["case"]), []).append(row)
+        by_case.setdefault((row.figure, row.case), []).append(row)
     for (figure, case), rows in by_case.items():
         if figure == "8":
             continue
         lines.append(f"figure {figure} {case}: median ms [IQR] (x Base)")
         for row in rows:
-            vs = f"({row['vs_base']:.2f}x)" if row.get("vs_base") else ""
-            aa = (f"  A/A {row['aa_ratio_min']:.2f}-{row['aa_ratio_max']:.2f}"
-                  if "aa_ratio_min" in row else "")
-            lines.append(f"  {row['config']:<16}{row['median_ms']:>11.1f} "
-                         f"[{row['q1_ms']:.1f}-{row['q3_ms']:.1f}] {vs}{aa}")
+            vs = f"({row.vs_base:.2f}x)" if row.vs_base else ""
+            aa = (f"  A/A {row.aa_ratio_min:.2f}-{row.aa_ratio_max:.2f}"
+                  if row.aa_ratio_min is not None and row.aa_ratio_max is not None else "")
+            lines.append(f"  {row.config:<16}{row.median_ms:>11.1f} "
+                         f"[{row.q1_ms:.1f}-{row.q3_ms:.1f}] {vs}{aa}")
     if result.setups:
         lines.append(f"figure 8: {len(result.setups)} setups")
         for other in ("shj", "stems", "eddyjoins", "stairs-greedy"):
@@ -1194,26 +1061,13 @@ def summary_text(result: Result, args: argparse.Namespace) -> str:
     if result.goals:
         lines.append("goals:")
         for g in result.goals:
-            lines.append(f"  [{g['status']:>4}] figure {g['figure']}: {g['goal']}: {g['value']}")
+            lines.append(f"  [{g.status:>4}] figure {g.figure}: {g.goal}: {g.value}")
     for u in result.unavailable:
         lines.append(f"unavailable: figure {u['figure']} {u['config']}: {u['reason']}")
     return "\n".join(lines)
 
 
 # --------------------------------------------------------------------------- output
-
-def write_csv(path: Path, rows: list[dict]) -> None:
-    fields: list[str] = []
-    for row in rows:
-        fields += [k for k in row if k not in fields]
-    with open(path, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=fields)
-        w.writeheader()
-        for row in rows:
-            w.writerow({k: (f"{v:.4f}" if isinstance(v, float) else
-                            json.dumps(v) if isinstance(v, dict | list) else v)
-                        for k, v in row.items()})
-
 
 def kept_figure(figure: str, figures: list[str]) -> bool:
     """Is a row of ``figure`` ('9', '7i', '7ii', '7iii', '8') of a figure not run?"""
@@ -1246,20 +1100,13 @@ def keep_other_figures(result: Result, out: Path, figures: list[str]) -> dict | 
 
 
 def write_results(result: Result, out: Path) -> None:
-    out.mkdir(parents=True, exist_ok=True)
-    write_csv(out / "measurements.csv", [asdict(r) for r in result.runs])
-    write_csv(out / "summary.csv", result.summary)
-    write_csv(out / "counters.csv", result.counters)
+    tables = [Table("measurements.csv", result.runs, harness.run_columns(Run)),
+              Table("summary.csv", result.summary), Table("counters.csv", result.counters)]
     if result.output_times:
-        write_csv(out / "fig7iii_output.csv", result.output_times)
+        tables.append(Table("fig7iii_output.csv", result.output_times))
     if result.setups:
-        write_csv(out / "fig8_setups.csv", result.setups)
-    doc = {"settings": result.settings, "environment": result.environment,
-           "goals": result.goals, "unavailable": result.unavailable, "errors": result.errors,
-           "notes": result.notes, "summary": result.summary, "counters": result.counters,
-           "setups": result.setups, "output_times": result.output_times,
-           "runs": [asdict(r) for r in result.runs]}
-    (out / "results.json").write_text(json.dumps(doc, indent=1) + "\n")
+        tables.append(Table("fig8_setups.csv", result.setups))
+    harness.write_results(result, out, tables)
 
 
 def label(config: str) -> str:
@@ -1268,55 +1115,50 @@ def label(config: str) -> str:
     return LABELS.get(config, config)
 
 
-def bars(ax: Any, rows: list[dict], title: str) -> None:
+def bars(ax: Any, rows: list[SummaryRow], title: str) -> None:
     cmap = {"base": "#777777", "base-aa": "#aaaaaa", "eddy": "#17becf", "eddyjoins": "#1f77b4",
             "stairs": "#d62728", "stairs-greedy": "#ff9896", "stems": "#2ca02c",
             "right": "#9467bd"}
     xs = range(len(rows))
-    ys = [r["median_ms"] for r in rows]
-    lo = [max(0.0, r["median_ms"] - r["q1_ms"]) for r in rows]
-    hi = [max(0.0, r["q3_ms"] - r["median_ms"]) for r in rows]
+    ys = [r.median_ms for r in rows]
+    lo = [max(0.0, r.median_ms - r.q1_ms) for r in rows]
+    hi = [max(0.0, r.q3_ms - r.median_ms) for r in rows]
     ax.bar(xs, ys, yerr=[lo, hi], capsize=2, edgecolor="black", linewidth=0.4,
-           color=[cmap.get(r["config"], "#bcbd22") for r in rows])
+           color=[cmap.get(r.config, "#bcbd22") for r in rows])
     ax.set_xticks(list(xs))
-    ax.set_xticklabels([label(r["config"]) for r in rows], rotation=35, ha="right", fontsize=8)
+    ax.set_xticklabels([label(r.config) for r in rows], rotation=35, ha="right", fontsize=8)
     ax.set_ylabel("median time, ms (whiskers: IQR)")
     ax.set_title(title, fontsize=9)
 
 
 def plot(result: Result, out: Path) -> list[Path]:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     from matplotlib.ticker import FormatStrFormatter
 
+    plt = harness.pyplot()
+
     written: list[Path] = []
-    fig9 = [r for r in result.summary if r["figure"] == "9"]
+    fig9 = [r for r in result.summary if r.figure == "9"]
     if fig9:
-        cases = list(dict.fromkeys(r["case"] for r in fig9))
+        cases = list(dict.fromkeys(r.case for r in fig9))
         fig, axes = plt.subplots(1, len(cases), figsize=(5.5 * len(cases), 4.2), squeeze=False)
         for ax, case in zip(axes[0], cases, strict=True):
-            bars(ax, [r for r in fig9 if r["case"] == case],
+            bars(ax, [r for r in fig9 if r.case == case],
                  f"Figure 9: R ⋈ S ⋈ T, {case.split('=')[1]} rows per table")
-        fig.tight_layout()
-        written.append(out / "fig9.png")
-        fig.savefig(written[-1], dpi=110)
-        plt.close(fig)
-    fig7 = [r for r in result.summary if r["figure"] == "7i"]
-    hold = [r for r in result.summary if r["figure"] == "7ii"]
+        written.append(harness.save_figure(fig, out / "fig9.png"))
+    fig7 = [r for r in result.summary if r.figure == "7i"]
+    hold = [r for r in result.summary if r.figure == "7ii"]
     if fig7 or hold or result.output_times:
         fig, axes = plt.subplots(1, 3, figsize=(16, 4.4))
         if fig7:
-            bars(axes[0], fig7, f"Figure 7(i): TPC-H C ⋈ O ⋈ L, {fig7[0]['case']}")
+            bars(axes[0], fig7, f"Figure 7(i): TPC-H C ⋈ O ⋈ L, {fig7[0].case}")
         else:
             axes[0].set_axis_off()
         ax = axes[1]
         if hold:
             for config, colour in (("eddyjoins", "#1f77b4"), ("stairs", "#d62728"),
                                    ("stairs-greedy", "#ff9896")):
-                pts = sorted((int(r["case"].split("=")[1]), r["median_ms"])
-                             for r in hold if r["config"] == config)
+                pts = sorted((int(r.case.split("=")[1]), r.median_ms)
+                             for r in hold if r.config == config)
                 if pts:
                     ax.plot(*zip(*pts, strict=True), marker="o", color=colour, label=label(config))
             mig = sorted((int(c["case"].split("=")[1]), c.get("migration_time") or 0.0)
@@ -1345,10 +1187,7 @@ def plot(result: Result, out: Path) -> list[Path]:
             ax.set_title("Figure 7(iii): output over time", fontsize=9)
         else:
             ax.set_axis_off()
-        fig.tight_layout()
-        written.append(out / "fig7.png")
-        fig.savefig(written[-1], dpi=110)
-        plt.close(fig)
+        written.append(harness.save_figure(fig, out / "fig7.png"))
     if result.setups:
         others = [o for o in ("shj", "stems", "eddyjoins") if figure8_pairs(result, o)]
         if others:
@@ -1368,45 +1207,25 @@ def plot(result: Result, out: Path) -> list[Path]:
                 ax.set_ylabel("slower / faster")
                 ax.set_title(f"{label(other)} vs STAIRs (dark: STAIRs faster)", fontsize=9)
             fig.suptitle(f"Figure 8: {len(result.setups)} random setups", fontsize=10)
-            fig.tight_layout()
-            written.append(out / "fig8.png")
-            fig.savefig(written[-1], dpi=110)
-            plt.close(fig)
+            written.append(harness.save_figure(fig, out / "fig8.png"))
     return written
-
-
-def environment(conn: psycopg.Connection) -> dict:
-    def show(name: str) -> str:
-        return str(sql_value(conn, f"SHOW {name}"))
-
-    return {
-        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        "host": platform.node(), "cpus": os.cpu_count(), "python": platform.python_version(),
-        "server_version": show("server_version"), "assertions": show("debug_assertions"),
-        "shared_preload_libraries": show("shared_preload_libraries"),
-        "eddy_version": sql_value(
-            conn, "SELECT extversion FROM pg_extension WHERE extname = 'eddy'"),
-        "load_average": list(os.getloadavg()),
-    }
 
 
 # --------------------------------------------------------------------------- CLI
 
 def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(
-        prog="python -m eddytools.experiments",
-        description=__doc__.split("\n\n")[0].replace("\n", " "),
-        epilog=__doc__.split("\n\n", 2)[2],
-        formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--dsn", default="",
-                    help="libpq connection string (default: the PG* environment); the server "
-                         "must preload eddy")
+    ap = harness.parser(PROG, __doc__)
+    harness.add_common_arguments(
+        ap, dsn_help="libpq connection string (default: the PG* environment); the server "
+                     "must preload eddy",
+        out=DEFAULT_OUT,
+        out_help=f"output folder (default: {DEFAULT_OUT}, untracked; "
+                 "--out docs/experiments refreshes the committed results)",
+        quick_help="smoke run: Figure 9 at 50,000 rows, TPC-H SF 0.1, "
+                   f"{QUICK['setups']} setups, {QUICK['rounds']} rounds "
+                   f"({QUICK['setup_rounds']} per setup)")
     ap.add_argument("--figures", type=csv_list(FIGURES), default=list(FIGURES),
                     help="comma-separated, from 9, 7, 8, run in that order (default: all)")
-    ap.add_argument("--quick", action="store_true",
-                    help="smoke run: Figure 9 at 50,000 rows, TPC-H SF 0.1, "
-                         f"{QUICK['setups']} setups, {QUICK['rounds']} rounds "
-                         f"({QUICK['setup_rounds']} per setup)")
     ap.add_argument("--long", action="store_true",
                     help=f"Figure 8 with the paper's {LONG_SETUPS} setups, and greedy "
                          "migration in Figure 7(ii)")
@@ -1440,13 +1259,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="Figure 8's table sizes as a fraction of synthetic20's (default: 1)")
     ap.add_argument("--no-setup-counters", dest="setup_counters", action="store_false",
                     help="no EXPLAIN ANALYZE counters for Figure 8's setups")
-    ap.add_argument("-o", "--out", type=Path, default=DEFAULT_OUT,
-                    help=f"output folder (default: {DEFAULT_OUT}, untracked; "
-                         "--out docs/experiments refreshes the committed results)")
     ap.add_argument("--master", default="local[*]", help="Spark master of the loader")
     ap.add_argument("--no-load", action="store_true",
                     help="do not run the Spark loader; the tables must exist")
-    ap.add_argument("--no-plots", action="store_true", help="no PNGs")
     ap.add_argument("--skip-configs", type=lambda v: [c for c in v.split(",") if c],
                     default=[], metavar="NAMES",
                     help="comma-separated configurations not to run (e.g. stairs-greedy, "
@@ -1455,7 +1270,6 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--keep-other-figures", action="store_true",
                     help="keep the results of the figures not run that --out already holds "
                          "(its results.json): regenerate one figure of the committed results")
-    ap.add_argument("--no-progress", action="store_true", help="no progress lines")
     return ap
 
 
@@ -1471,6 +1285,7 @@ def resolve(args: argparse.Namespace) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
     args = build_parser().parse_args(argv)
     resolve(args)
     if min(args.rounds, args.hold_rounds, args.setup_rounds) < 1 or args.setups < 0 \
@@ -1480,9 +1295,7 @@ def main(argv: list[str] | None = None) -> int:
               "--setups >= 0, --sf and --syn-scale > 0, --rst-rows multiples of 10",
               file=sys.stderr)
         return 2
-    settings = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()
-                if k != "dsn"}
-    result = Result(settings=settings)
+    result = Result(settings=harness.settings_record(args, PROG, argv))
     shj_note = {
         "same": "Figure 8's static SHJ reads its base-relation inputs as the eddies read "
                 "their sources: the proportional schedule (a join input paced by the base "
@@ -1510,37 +1323,33 @@ def main(argv: list[str] | None = None) -> int:
         if not args.no_progress:
             print(f"[{time.monotonic() - t0:7.1f} s] {text}", file=sys.stderr, flush=True)
 
-    try:
-        with connect(args.dsn) as conn:
-            conn.execute("CREATE EXTENSION IF NOT EXISTS eddy")
+    def run() -> None:
+        harness.prepare_eddy(args.dsn)
         if not args.no_load:
             load_data(args.dsn, args, quiet=args.no_progress)
         with connect(args.dsn) as conn:
-            if "eddy" not in sql_value(conn, "SHOW shared_preload_libraries"):
-                conn.execute("LOAD 'eddy'")
-            result.environment = environment(conn)
+            harness.load_eddy(conn)
+            result.environment = harness.environment(conn)
             run_figures(conn, args, result, progress)
+
+    def conclude() -> tuple[str, str]:
+        summarize(result)
+        compute_goals(result, args)
+        if earlier is not None:
+            result.goals += [Goal(**g) for g in earlier["goals"]
+                             if kept_figure(g["figure"], args.figures)]
+        write_results(result, args.out)
+        pngs = [] if args.no_plots else plot(result, args.out)
+        return summary_text(result, args), (
+            f"{args.out}/measurements.csv, summary.csv, counters.csv, results.json"
+            + (f"; plots: {', '.join(p.name for p in pngs)}" if pngs else "")
+            + f"; {result.environment['seconds']:.0f} s")
+
+    try:
+        return harness.run("experiments", result, run, conclude)
     except ConfigUnavailable as e:
         print(f"experiments: routing policy {e}", file=sys.stderr)
         return 2
-    except psycopg.Error as e:
-        print(f"experiments: database error: {first_line(e)}", file=sys.stderr)
-        return 1
-    result.environment["seconds"] = round(time.monotonic() - t0, 1)
-    result.environment["load_average_end"] = list(os.getloadavg())
-    summarize(result)
-    compute_goals(result, args)
-    if earlier is not None:
-        result.goals += [g for g in earlier["goals"] if kept_figure(g["figure"], args.figures)]
-    write_results(result, args.out)
-    pngs = [] if args.no_plots else plot(result, args.out)
-    print(summary_text(result, args))
-    print(f"results: {args.out}/measurements.csv, summary.csv, counters.csv, results.json"
-          + (f"; plots: {', '.join(p.name for p in pngs)}" if pngs else "")
-          + f"; {result.environment['seconds']:.0f} s")
-    for err in result.errors:
-        print(f"experiments: error: {err}", file=sys.stderr)
-    return 3 if result.errors else 0
 
 
 def cli() -> None:

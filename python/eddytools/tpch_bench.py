@@ -60,36 +60,34 @@ configuration and query), results.json (settings, environment and machine,
 plans with the planner's reasons, runs, summary, totals, errors), README.md
 (the totals and the per-query table) and ratio.png (eddy on / off per query,
 one bar per configuration, hatched where the plan has no Eddy, A/A as dots).
+The settings record the command line, the environment the git commit of
+the build and whether its work tree was dirty (eddytools.harness, shared
+with the other benchmarks).
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
 import datetime as dt
 import json
-import os
 import platform
 import re
-import shlex
-import statistics
-import subprocess
 import sys
 import threading
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import psycopg
 from psycopg import sql
 
-from eddytools import tpch
-from eddytools.bench import csv_list
-from eddytools.bench import environment as bench_environment
-from eddytools.db import connect, multiset, sql_value
+from eddytools import harness, tpch
+from eddytools.db import apply_settings, connect, multiset, sql_value
+from eddytools.harness import Table, csv_list, median_or_none
 from eddytools.tpch import QUERIES, TpchQuery
 
+PROG = "eddytools.tpch_bench"
 CONFIGS: dict[str, dict[str, str]] = {
     "default": {"work_mem": "4MB", "max_parallel_workers_per_gather": "2"},
     "wm64-serial": {"work_mem": "64MB", "max_parallel_workers_per_gather": "0"},
@@ -138,16 +136,119 @@ class Plan:
 
 
 @dataclass
-class Result:
-    settings: dict
-    environment: dict = field(default_factory=dict)
+class SummaryRow:
+    """One (configuration, query): a row of summary.csv.  Times are medians
+    in ms over the runs of a mode (None where no run succeeded); ratios are
+    eddy on / off and A/A (aa / off), of the medians and paired (per repeat,
+    harness.paired_ratios); memory in kB (peak_*: VmHWM, anon_*: peak
+    RssAnon, *_baseline_kb: the fresh backend's)."""
+    config: str
+    query: str
+    eddy: bool                     # an Eddy node in the plan with the eddy on
+    eddy_nodes: int
+    parallel_on: bool
+    parallel_off: bool
+    n: int                         # successful eddy-on runs
+    on_ms: float | None
+    off_ms: float | None
+    aa_ms: float | None
+    ratio: float | None
+    ratio_min: float | None        # of the paired ratios
+    ratio_max: float | None
+    aa_ratio: float | None
+    paired_ratio: float | None
+    paired_aa_ratio: float | None
+    peak_on_kb: float | None
+    peak_off_kb: float | None
+    peak_ratio: float | None
+    baseline_kb: float | None
+    anon_on_kb: float | None
+    anon_off_kb: float | None
+    anon_ratio: float | None
+    anon_baseline_kb: float | None
+    rows: float | None             # rows returned (median of the eddy-off runs)
+    reasons: str                   # the planner's reasons where the plan has no Eddy
+    errors: str
+
+
+@dataclass
+class PeakMemory:
+    """A query among a configuration's three with the most private memory
+    under the eddy (kB)."""
+    query: str
+    on_kb: float | None
+    off_kb: float | None
+    vmhwm_on_kb: float | None
+    vmhwm_off_kb: float | None
+
+
+@dataclass
+class Totals:
+    """One configuration over its queries (results.json "totals", the
+    README's first table).  Sums and ratios are over the complete queries
+    (every mode ran); "paired" ones over those with paired ratios too."""
+    config: str
+    queries: int
+    eddy_plans: int
+    on_ms: float
+    off_ms: float
+    aa_ms: float
+    total_ratio: float | None
+    total_aa_ratio: float | None
+    eddy_total_ratio: float | None   # over the queries whose plan has an Eddy
+    worst_query: str | None
+    worst_ratio: float | None
+    best_ratio: float | None
+    over_1_10: int
+    worst_paired_query: str | None
+    worst_paired_ratio: float | None
+    over_1_10_paired: int
+    # of those, the ones whose plan has an Eddy (the others' plans are
+    # PostgreSQL's both ways: their ratios are the machine's)
+    over_1_10_paired_eddy: int
+    paired_aa_min: float | None
+    paired_aa_max: float | None
+    aa_min: float | None
+    aa_max: float | None
+    aa_worst_query: str | None
+    peak_top: list[PeakMemory]
+    anon_over_off: int
+    baseline_kb: float | None
+    anon_baseline_kb: float | None
+    errors: int                    # queries with an error in a run
+
+
+@dataclass
+class Confirmed:
+    """A suspect of the --confirm stage: its figures after the rounds
+    (first_*) and over all of its runs."""
+    config: str
+    query: str
+    rounds_added: int
+    first_paired_ratio: float | None
+    first_paired_aa_ratio: float | None
+    first_ratio: float | None
+    first_n: int
+    paired_ratio: float | None
+    paired_aa_ratio: float | None
+    ratio: float | None
+    n: int
+
+
+@dataclass
+class Result(harness.Result[Run]):
     load: dict = field(default_factory=dict)
     plans: list[Plan] = field(default_factory=list)
-    runs: list[Run] = field(default_factory=list)
-    summary: list[dict] = field(default_factory=list)
-    totals: list[dict] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
-    confirmed: list[dict] = field(default_factory=list)   # the --confirm stage's suspects
+    summary: list[SummaryRow] = field(default_factory=list)
+    totals: list[Totals] = field(default_factory=list)
+    confirmed: list[Confirmed] = field(default_factory=list)   # the --confirm stage's suspects
+
+    def document(self) -> dict[str, Any]:
+        return {"settings": self.settings, "environment": self.environment,
+                "load": self.load, "configs": {c: {**COMMON, **CONFIGS[c]}
+                                               for c in self.settings["configs"]},
+                "totals": self.totals, "summary": self.summary, "plans": self.plans,
+                "runs": self.runs, "confirmed": self.confirmed, "errors": self.errors}
 
 
 # --------------------------------------------------------------------------- data
@@ -281,9 +382,7 @@ def session(dsn: str, config: str, mode: str, preload: bool) -> psycopg.Connecti
     conn = connect(dsn)
     if not preload:
         conn.execute("LOAD 'eddy'")
-    gucs = {**COMMON, **CONFIGS[config], "eddy.enabled": EDDY_ENABLED[mode]}
-    for name, value in gucs.items():
-        conn.execute("SELECT set_config(%s, %s, false)", (name, value))
+    apply_settings(conn, {**COMMON, **CONFIGS[config], "eddy.enabled": EDDY_ENABLED[mode]})
     return conn
 
 
@@ -434,9 +533,9 @@ def confirm(dsn: str, args: argparse.Namespace, result: Result, preload: bool,
     as measured, so the stage can only make a count of queries over the line
     more exact, never hide one that the rounds did not flag."""
     summarize(result, args)
-    first = {(r["config"], r["query"]): r for r in result.summary}
+    first = {(r.config, r.query): r for r in result.summary}
     suspects = [(c, n) for c in args.configs for n in args.queries
-                if (first[(c, QUERIES[n].name)]["paired_ratio"] or 0) > args.confirm_over]
+                if (first[(c, QUERIES[n].name)].paired_ratio or 0) > args.confirm_over]
     if not suspects:
         return
     if not args.no_progress:
@@ -448,17 +547,16 @@ def confirm(dsn: str, args: argparse.Namespace, result: Result, preload: bool,
             measure_round(dsn, args, result, preload, args.rounds + extra, config,
                           QUERIES[n], checked)
     summarize(result, args)
-    final = {(r["config"], r["query"]): r for r in result.summary}
+    final = {(r.config, r.query): r for r in result.summary}
     for config, n in suspects:
         key = (config, QUERIES[n].name)
-        result.confirmed.append({
-            "config": config, "query": key[1], "rounds_added": args.confirm,
-            "first_paired_ratio": first[key]["paired_ratio"],
-            "first_paired_aa_ratio": first[key]["paired_aa_ratio"],
-            "first_ratio": first[key]["ratio"], "first_n": first[key]["n"],
-            "paired_ratio": final[key]["paired_ratio"],
-            "paired_aa_ratio": final[key]["paired_aa_ratio"],
-            "ratio": final[key]["ratio"], "n": final[key]["n"]})
+        result.confirmed.append(Confirmed(
+            config=config, query=key[1], rounds_added=args.confirm,
+            first_paired_ratio=first[key].paired_ratio,
+            first_paired_aa_ratio=first[key].paired_aa_ratio,
+            first_ratio=first[key].ratio, first_n=first[key].n,
+            paired_ratio=final[key].paired_ratio, paired_aa_ratio=final[key].paired_aa_ratio,
+            ratio=final[key].ratio, n=final[key].n))
 
 
 def check(q: TpchQuery, outcome: list[tuple] | str, ref: list[tuple] | str) -> str | None:
@@ -472,25 +570,21 @@ def check(q: TpchQuery, outcome: list[tuple] | str, ref: list[tuple] | str) -> s
 
 # --------------------------------------------------------------------------- summary
 
-def _median(values: list) -> Any:
-    values = [v for v in values if v is not None]
-    return statistics.median(values) if values else None
-
-
 def summarize(result: Result, args: argparse.Namespace) -> None:
     plans = {(p.config, p.query): p for p in result.plans}
     by: dict[tuple[str, str, str], list[Run]] = {}
     for r in result.runs:
         by.setdefault((r.config, r.query, r.mode), []).append(r)
-    rows = []
+    rows: list[SummaryRow] = []
     for config in args.configs:
         for n in args.queries:
             name = QUERIES[n].name
             p = plans[(config, name)]
-            med = {m: _median([r.seconds for r in by.get((config, name, m), [])]) for m in MODES}
-            hwm = {m: _median([r.vmhwm_kb for r in by.get((config, name, m), [])])
+            med = {m: median_or_none([r.seconds for r in by.get((config, name, m), [])])
                    for m in MODES}
-            anon = {m: _median([r.anon_peak_kb for r in by.get((config, name, m), [])])
+            hwm = {m: median_or_none([r.vmhwm_kb for r in by.get((config, name, m), [])])
+                   for m in MODES}
+            anon = {m: median_or_none([r.anon_peak_kb for r in by.get((config, name, m), [])])
                     for m in MODES}
             errors = sorted({f"{r.mode}: {r.error}" for m in MODES
                              for r in by.get((config, name, m), []) if r.error})
@@ -500,98 +594,100 @@ def summarize(result: Result, args: argparse.Namespace) -> None:
                                    by.get((config, name, "off"), []))
             aa_ratios = paired_ratios(by.get((config, name, "aa"), []),
                                       by.get((config, name, "off"), []))
-            rows.append({
-                "config": config, "query": name, "eddy": p.eddy_nodes > 0,
-                "eddy_nodes": p.eddy_nodes, "parallel_on": p.parallel_on,
-                "parallel_off": p.parallel_off,
-                "n": len([r for r in by.get((config, name, "on"), []) if r.seconds]),
-                "on_ms": _ms(med["on"]), "off_ms": _ms(med["off"]), "aa_ms": _ms(med["aa"]),
-                "ratio": ratio, "ratio_min": min(ratios) if ratios else None,
-                "ratio_max": max(ratios) if ratios else None, "aa_ratio": aa,
-                "paired_ratio": _median(ratios), "paired_aa_ratio": _median(aa_ratios),
-                "peak_on_kb": hwm["on"], "peak_off_kb": hwm["off"],
-                "peak_ratio": (hwm["on"] / hwm["off"]) if hwm["on"] and hwm["off"] else None,
-                "baseline_kb": _median([r.baseline_kb for m in MODES
+            rows.append(SummaryRow(
+                config=config, query=name, eddy=p.eddy_nodes > 0,
+                eddy_nodes=p.eddy_nodes, parallel_on=p.parallel_on,
+                parallel_off=p.parallel_off,
+                n=len([r for r in by.get((config, name, "on"), []) if r.seconds]),
+                on_ms=ms_or_none(med["on"]), off_ms=ms_or_none(med["off"]),
+                aa_ms=ms_or_none(med["aa"]),
+                ratio=ratio, ratio_min=min(ratios) if ratios else None,
+                ratio_max=max(ratios) if ratios else None, aa_ratio=aa,
+                paired_ratio=median_or_none(ratios), paired_aa_ratio=median_or_none(aa_ratios),
+                peak_on_kb=hwm["on"], peak_off_kb=hwm["off"],
+                peak_ratio=(hwm["on"] / hwm["off"]) if hwm["on"] and hwm["off"] else None,
+                baseline_kb=median_or_none([r.baseline_kb for m in MODES
                                         for r in by.get((config, name, m), [])]),
-                "anon_on_kb": anon["on"], "anon_off_kb": anon["off"],
-                "anon_ratio": (anon["on"] / anon["off"]) if anon["on"] and anon["off"] else None,
-                "anon_baseline_kb": _median([r.anon_baseline_kb for m in MODES
+                anon_on_kb=anon["on"], anon_off_kb=anon["off"],
+                anon_ratio=(anon["on"] / anon["off"]) if anon["on"] and anon["off"] else None,
+                anon_baseline_kb=median_or_none([r.anon_baseline_kb for m in MODES
                                              for r in by.get((config, name, m), [])]),
-                "rows": _median([r.rows for r in by.get((config, name, "off"), [])]),
-                "reasons": " | ".join(p.reasons) if not p.eddy_nodes else "",
-                "errors": " | ".join(errors),
-            })
+                rows=median_or_none([r.rows for r in by.get((config, name, "off"), [])]),
+                reasons=" | ".join(p.reasons) if not p.eddy_nodes else "",
+                errors=" | ".join(errors),
+            ))
     result.summary = rows
-    totals = []
-    for config in args.configs:
-        cr = [r for r in rows if r["config"] == config]
-        complete = [r for r in cr if r["on_ms"] and r["off_ms"] and r["aa_ms"]]
-        with_eddy = [r for r in complete if r["eddy"]]
-        worst = max(complete, key=lambda r: r["ratio"], default=None)
-        paired = [r for r in complete if r["paired_ratio"] and r["paired_aa_ratio"]]
-        worst_paired = max(paired, key=lambda r: r["paired_ratio"], default=None)
-        aa_dev = max(complete, key=lambda r: max(r["aa_ratio"], 1 / r["aa_ratio"]),
-                     default=None)
-        peaks = sorted((r for r in cr if r["anon_on_kb"]), key=lambda r: -r["anon_on_kb"])
-        totals.append({
-            "config": config, "queries": len(cr),
-            "eddy_plans": sum(r["eddy"] for r in cr),
-            "on_ms": sum(r["on_ms"] for r in complete),
-            "off_ms": sum(r["off_ms"] for r in complete),
-            "aa_ms": sum(r["aa_ms"] for r in complete),
-            "total_ratio": _div(sum(r["on_ms"] for r in complete),
-                                sum(r["off_ms"] for r in complete)),
-            "total_aa_ratio": _div(sum(r["aa_ms"] for r in complete),
-                                   sum(r["off_ms"] for r in complete)),
-            "eddy_total_ratio": _div(sum(r["on_ms"] for r in with_eddy),
-                                     sum(r["off_ms"] for r in with_eddy)),
-            "worst_query": worst and worst["query"], "worst_ratio": worst and worst["ratio"],
-            "best_ratio": min((r["ratio"] for r in complete), default=None),
-            "over_1_10": sum(r["ratio"] > 1.10 for r in complete),
-            "worst_paired_query": worst_paired and worst_paired["query"],
-            "worst_paired_ratio": worst_paired and worst_paired["paired_ratio"],
-            "over_1_10_paired": sum(r["paired_ratio"] > 1.10 for r in paired),
-            # of those, the ones whose plan has an Eddy (the others' plans are
-            # PostgreSQL's both ways: their ratios are the machine's)
-            "over_1_10_paired_eddy": sum(r["paired_ratio"] > 1.10 for r in paired
-                                         if r["eddy"]),
-            "paired_aa_min": min((r["paired_aa_ratio"] for r in paired), default=None),
-            "paired_aa_max": max((r["paired_aa_ratio"] for r in paired), default=None),
-            "aa_min": min((r["aa_ratio"] for r in complete), default=None),
-            "aa_max": max((r["aa_ratio"] for r in complete), default=None),
-            "aa_worst_query": aa_dev and aa_dev["query"],
-            # the three queries with the most private memory under the eddy
-            "peak_top": [{"query": r["query"], "on_kb": r["anon_on_kb"],
-                          "off_kb": r["anon_off_kb"], "vmhwm_on_kb": r["peak_on_kb"],
-                          "vmhwm_off_kb": r["peak_off_kb"]} for r in peaks[:3]],
-            "anon_over_off": sum(1 for r in cr if r["anon_ratio"] and r["anon_ratio"] > 1.10),
-            "baseline_kb": _median([r["baseline_kb"] for r in cr]),
-            "anon_baseline_kb": _median([r["anon_baseline_kb"] for r in cr]),
-            "errors": sum(bool(r["errors"]) for r in cr),
-        })
-    result.totals = totals
+    result.totals = [totals_of(config, [r for r in rows if r.config == config])
+                     for config in args.configs]
+
+
+def totals_of(config: str, rows: list[SummaryRow]) -> Totals:
+    """The totals of one configuration's summary rows."""
+    def known(v: float | None) -> float:
+        assert v is not None    # a complete query's times and ratios are there
+        return v
+
+    complete = [r for r in rows if r.on_ms and r.off_ms and r.aa_ms]
+    with_eddy = [r for r in complete if r.eddy]
+    worst = max(complete, key=lambda r: known(r.ratio), default=None)
+    paired = [r for r in complete if r.paired_ratio and r.paired_aa_ratio]
+    worst_paired = max(paired, key=lambda r: known(r.paired_ratio), default=None)
+    aa_dev = max(complete, key=lambda r: max(known(r.aa_ratio), 1 / known(r.aa_ratio)),
+                 default=None)
+    peaks = sorted((r for r in rows if r.anon_on_kb), key=lambda r: -known(r.anon_on_kb))
+    on_ms = sum(known(r.on_ms) for r in complete)
+    off_ms = sum(known(r.off_ms) for r in complete)
+    aa_ms = sum(known(r.aa_ms) for r in complete)
+    return Totals(
+        config=config, queries=len(rows), eddy_plans=sum(r.eddy for r in rows),
+        on_ms=on_ms, off_ms=off_ms, aa_ms=aa_ms,
+        total_ratio=ratio_or_none(on_ms, off_ms),
+        total_aa_ratio=ratio_or_none(aa_ms, off_ms),
+        eddy_total_ratio=ratio_or_none(sum(known(r.on_ms) for r in with_eddy),
+                                       sum(known(r.off_ms) for r in with_eddy)),
+        worst_query=worst.query if worst else None,
+        worst_ratio=worst.ratio if worst else None,
+        best_ratio=min((known(r.ratio) for r in complete), default=None),
+        over_1_10=sum(known(r.ratio) > 1.10 for r in complete),
+        worst_paired_query=worst_paired.query if worst_paired else None,
+        worst_paired_ratio=worst_paired.paired_ratio if worst_paired else None,
+        over_1_10_paired=sum(known(r.paired_ratio) > 1.10 for r in paired),
+        over_1_10_paired_eddy=sum(known(r.paired_ratio) > 1.10 for r in paired if r.eddy),
+        paired_aa_min=min((known(r.paired_aa_ratio) for r in paired), default=None),
+        paired_aa_max=max((known(r.paired_aa_ratio) for r in paired), default=None),
+        aa_min=min((known(r.aa_ratio) for r in complete), default=None),
+        aa_max=max((known(r.aa_ratio) for r in complete), default=None),
+        aa_worst_query=aa_dev.query if aa_dev else None,
+        peak_top=[PeakMemory(r.query, r.anon_on_kb, r.anon_off_kb, r.peak_on_kb,
+                             r.peak_off_kb) for r in peaks[:3]],
+        anon_over_off=sum(1 for r in rows if r.anon_ratio and r.anon_ratio > 1.10),
+        baseline_kb=median_or_none([r.baseline_kb for r in rows]),
+        anon_baseline_kb=median_or_none([r.anon_baseline_kb for r in rows]),
+        errors=sum(bool(r.errors) for r in rows))
 
 
 def paired_ratios(runs: list[Run], refs: list[Run]) -> list[float]:
     """Per repeat of the three modes, the time of runs[k] over refs[k] (the
     k-th run of each mode belong to one repeat: they ran back to back)."""
-    return [a.seconds / b.seconds for a, b in zip(runs, refs, strict=False)
-            if a.seconds and b.seconds]
+    return harness.paired_ratios(dict(enumerate(r.seconds for r in runs)),
+                                 dict(enumerate(r.seconds for r in refs)))
 
 
-def _ms(seconds: float | None) -> float | None:
+def ms_or_none(seconds: float | None) -> float | None:
     return None if seconds is None else seconds * 1e3
 
 
-def _div(a: float, b: float) -> float | None:
+def ratio_or_none(a: float, b: float) -> float | None:
     return a / b if b else None
 
 
-def _f(v: Any, fmt: str = ".2f") -> str:
+def num(v: Any, fmt: str = ".2f") -> str:
+    """A number as text (``fmt``), "-" for None."""
     return "-" if v is None else format(v, fmt)
 
 
-def _mb(kb: Any) -> str:
+def kb_as_mb(kb: Any) -> str:
+    """kB as whole MB, "-" for None."""
     return "-" if kb is None else f"{kb / 1024:.0f}"
 
 
@@ -599,44 +695,41 @@ def summary_table(result: Result) -> str:
     lines = []
     for t in result.totals:
         lines.append(
-            f"{t['config']}: eddy in {t['eddy_plans']} of {t['queries']} plans; total "
-            f"{_f(t['on_ms'] / 1e3)} s on / {_f(t['off_ms'] / 1e3)} s off = "
-            f"{_f(t['total_ratio'])}x (eddy plans only {_f(t['eddy_total_ratio'])}x); worst "
-            f"{t['worst_query']} {_f(t['worst_ratio'])}x, {t['over_1_10']} over 1.10x; A/A "
-            f"{_f(t['aa_min'])}-{_f(t['aa_max'])} (total {_f(t['total_aa_ratio'])}); paired: "
-            f"worst {t['worst_paired_query']} {_f(t['worst_paired_ratio'])}x, "
-            f"{t['over_1_10_paired']} over 1.10x ({t['over_1_10_paired_eddy']} with an eddy), "
-            f"A/A {_f(t['paired_aa_min'])}-{_f(t['paired_aa_max'])}; private "
-            "memory peak " + ", ".join(f"{p['query']} {_mb(p['on_kb'])}/{_mb(p['off_kb'])} MB"
-                                       for p in t["peak_top"])
-            + f" (on/off; fresh backend {_mb(t['anon_baseline_kb'])} MB private, VmHWM "
-            f"{_mb(t['baseline_kb'])} MB)")
+            f"{t.config}: eddy in {t.eddy_plans} of {t.queries} plans; total "
+            f"{num(t.on_ms / 1e3)} s on / {num(t.off_ms / 1e3)} s off = "
+            f"{num(t.total_ratio)}x (eddy plans only {num(t.eddy_total_ratio)}x); worst "
+            f"{t.worst_query} {num(t.worst_ratio)}x, {t.over_1_10} over 1.10x; A/A "
+            f"{num(t.aa_min)}-{num(t.aa_max)} (total {num(t.total_aa_ratio)}); paired: "
+            f"worst {t.worst_paired_query} {num(t.worst_paired_ratio)}x, "
+            f"{t.over_1_10_paired} over 1.10x ({t.over_1_10_paired_eddy} with an eddy), "
+            f"A/A {num(t.paired_aa_min)}-{num(t.paired_aa_max)}; private "
+            "memory peak " + ", ".join(f"{p.query} {kb_as_mb(p.on_kb)}/{kb_as_mb(p.off_kb)} MB"
+                                       for p in t.peak_top)
+            + f" (on/off; fresh backend {kb_as_mb(t.anon_baseline_kb)} MB private, VmHWM "
+            f"{kb_as_mb(t.baseline_kb)} MB)")
     lines.append("")
     lines.append(f"{'config':<14} {'query':<5} {'eddy':<4} {'off ms':>9} {'on ms':>9} "
                  f"{'on/off':>6} {'A/A':>5} {'paired':>6} {'p.A/A':>5} "
                  f"{'MB on':>6} {'MB off':>6} {'HWM on':>6} {'HWM off':>7}"
                  "  reason / error")
     for r in result.summary:
-        note = r["errors"] or r["reasons"]
+        note = r.errors or r.reasons
         lines.append(
-            f"{r['config']:<14} {r['query']:<5} {'yes' if r['eddy'] else 'no':<4} "
-            f"{_f(r['off_ms'], '.1f'):>9} {_f(r['on_ms'], '.1f'):>9} {_f(r['ratio']):>6} "
-            f"{_f(r['aa_ratio']):>5} {_f(r['paired_ratio']):>6} {_f(r['paired_aa_ratio']):>5} "
-            f"{_mb(r['anon_on_kb']):>6} {_mb(r['anon_off_kb']):>6} "
-            f"{_mb(r['peak_on_kb']):>6} {_mb(r['peak_off_kb']):>7}  {note[:100]}")
+            f"{r.config:<14} {r.query:<5} {'yes' if r.eddy else 'no':<4} "
+            f"{num(r.off_ms, '.1f'):>9} {num(r.on_ms, '.1f'):>9} {num(r.ratio):>6} "
+            f"{num(r.aa_ratio):>5} {num(r.paired_ratio):>6} {num(r.paired_aa_ratio):>5} "
+            f"{kb_as_mb(r.anon_on_kb):>6} {kb_as_mb(r.anon_off_kb):>6} "
+            f"{kb_as_mb(r.peak_on_kb):>6} {kb_as_mb(r.peak_off_kb):>7}  {note[:100]}")
     for c in result.confirmed:
-        lines.append(f"confirmed {c['config']} {c['query']}: paired {_f(c['first_paired_ratio'])}"
-                     f" (A/A {_f(c['first_paired_aa_ratio'])}) after {c['first_n']} runs, "
-                     f"{_f(c['paired_ratio'])} (A/A {_f(c['paired_aa_ratio'])}) after {c['n']}")
+        lines.append(f"confirmed {c.config} {c.query}: paired {num(c.first_paired_ratio)}"
+                     f" (A/A {num(c.first_paired_aa_ratio)}) after {c.first_n} runs, "
+                     f"{num(c.paired_ratio)} (A/A {num(c.paired_aa_ratio)}) after {c.n}")
     return "\n".join(lines)
 
 
 # --------------------------------------------------------------------------- output
 
 def environment(conn: psycopg.Connection) -> dict:
-    def show(name: str) -> str:
-        return str(sql_value(conn, f"SHOW {name}"))
-
     def cpu_model() -> str | None:
         try:
             for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -655,60 +748,37 @@ def environment(conn: psycopg.Connection) -> dict:
             pass
         return None
 
-    def git_commit() -> str | None:
-        try:
-            return subprocess.run(["git", "rev-parse", "HEAD"], cwd=Path(__file__).parent,
-                                  capture_output=True, text=True, check=True).stdout.strip()
-        except (OSError, subprocess.CalledProcessError):
-            return None
-
-    server = {name: show(name) for name in (
+    server = {name: harness.show(conn, name) for name in (
         "server_version", "debug_assertions", "shared_preload_libraries", "shared_buffers",
         "effective_cache_size", "max_worker_processes", "max_parallel_workers",
         "random_page_cost", "huge_pages")}
     eddy: dict[str, str] = dict(conn.execute(
         "SELECT name, setting FROM pg_settings WHERE name LIKE 'eddy.%' ORDER BY name"
     ).fetchall())
+    record = harness.environment(conn)
+    record["load_average_start"] = record.pop("load_average")
     return {
-        **bench_environment(conn),
+        **record,
         "machine": platform.machine(), "kernel": platform.release(),
         "cpu_model": cpu_model(), "mem_total_kb": mem_total_kb(),
-        "psycopg": psycopg.__version__, "git_commit": git_commit(),
+        "psycopg": psycopg.__version__,
         "server": server, "eddy_settings": eddy,
-        "load_average_start": list(os.getloadavg()),
     }
 
 
 def write_results(result: Result, out: Path) -> None:
-    out.mkdir(parents=True, exist_ok=True)
-    fields = list(Run.__dataclass_fields__)
-    with open(out / "measurements.csv", "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(fields)
-        for r in result.runs:
-            w.writerow([("" if getattr(r, k) is None else f"{r.seconds:.6f}")
-                        if k == "seconds" else ("" if getattr(r, k) is None else getattr(r, k))
-                        for k in fields])
+    tables = [Table("measurements.csv", result.runs, harness.run_columns(Run),
+                    {"seconds": ".6f"})]
     if result.summary:
-        with open(out / "summary.csv", "w", newline="") as f:
-            dw = csv.DictWriter(f, fieldnames=list(result.summary[0]))
-            dw.writeheader()
-            for row in result.summary:
-                dw.writerow({k: ("" if v is None else f"{v:.4f}" if isinstance(v, float) else v)
-                             for k, v in row.items()})
-    doc = {"settings": result.settings, "environment": result.environment,
-           "load": result.load, "configs": {c: {**COMMON, **CONFIGS[c]}
-                                            for c in result.settings["configs"]},
-           "totals": result.totals, "summary": result.summary,
-           "plans": [asdict(p) for p in result.plans],
-           "runs": [asdict(r) for r in result.runs], "confirmed": result.confirmed,
-           "errors": result.errors}
-    (out / "results.json").write_text(json.dumps(doc, indent=1) + "\n")
+        tables.append(Table("summary.csv", result.summary))
+    harness.write_results(result, out, tables)
     (out / "README.md").write_text(report(result))
 
 
 def report(result: Result) -> str:
     s, env = result.settings, result.environment
+    fresh_anon = median_or_none([t.anon_baseline_kb for t in result.totals])
+    fresh_hwm = median_or_none([t.baseline_kb for t in result.totals])
     lines = [
         f"# TPC-H SF {s['scale']:g}, eddy on against off",
         "",
@@ -727,9 +797,8 @@ def report(result: Result) -> str:
         "(the three modes ran back to back). Memory in MB: "
         "*private* is the backend's peak RssAnon (sampled every 5 ms), *HWM* its VmHWM "
         "(peak resident set, which counts the shared_buffers pages it touched); a fresh "
-        f"backend has {_mb(_median([t['anon_baseline_kb'] for t in result.totals]))} MB "
-        f"private and a VmHWM of {_mb(_median([t['baseline_kb'] for t in result.totals]))} "
-        "MB; parallel workers are not counted.",
+        f"backend has {kb_as_mb(fresh_anon)} MB private and a VmHWM of "
+        f"{kb_as_mb(fresh_hwm)} MB; parallel workers are not counted.",
         "",
         "| config | Eddy plans | total on/off | eddy plans only | worst query | "
         "> 1.10x | A/A range | A/A total | paired: worst | > 1.10x (with an eddy) | "
@@ -738,27 +807,27 @@ def report(result: Result) -> str:
     ]
     for t in result.totals:
         lines.append(
-            f"| {t['config']} | {t['eddy_plans']} of {t['queries']} | {_f(t['total_ratio'])} | "
-            f"{_f(t['eddy_total_ratio'])} | {t['worst_query']} {_f(t['worst_ratio'])} | "
-            f"{t['over_1_10']} | {_f(t['aa_min'])}-{_f(t['aa_max'])} | "
-            f"{_f(t['total_aa_ratio'])} | {t['worst_paired_query']} "
-            f"{_f(t['worst_paired_ratio'])} | {t['over_1_10_paired']} "
-            f"({t['over_1_10_paired_eddy']}) | {_f(t['paired_aa_min'])}-"
-            f"{_f(t['paired_aa_max'])} | "
-            + ", ".join(f"{p['query']} {_mb(p['on_kb'])}/{_mb(p['off_kb'])}"
-                        for p in t["peak_top"]) + " |")
+            f"| {t.config} | {t.eddy_plans} of {t.queries} | {num(t.total_ratio)} | "
+            f"{num(t.eddy_total_ratio)} | {t.worst_query} {num(t.worst_ratio)} | "
+            f"{t.over_1_10} | {num(t.aa_min)}-{num(t.aa_max)} | "
+            f"{num(t.total_aa_ratio)} | {t.worst_paired_query} "
+            f"{num(t.worst_paired_ratio)} | {t.over_1_10_paired} "
+            f"({t.over_1_10_paired_eddy}) | {num(t.paired_aa_min)}-"
+            f"{num(t.paired_aa_max)} | "
+            + ", ".join(f"{p.query} {kb_as_mb(p.on_kb)}/{kb_as_mb(p.off_kb)}"
+                        for p in t.peak_top) + " |")
     lines += ["", "| config | query | Eddy | off ms | on ms | on/off | A/A | paired "
               "| paired A/A | private on | private off | HWM on | HWM off "
               "| why no eddy / errors |",
               "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in result.summary:
-        note = (r["errors"] or r["reasons"]).replace("|", "/")
+        note = (r.errors or r.reasons).replace("|", "/")
         lines.append(
-            f"| {r['config']} | {r['query']} | {'yes' if r['eddy'] else 'no'} | "
-            f"{_f(r['off_ms'], '.1f')} | {_f(r['on_ms'], '.1f')} | {_f(r['ratio'])} | "
-            f"{_f(r['aa_ratio'])} | {_f(r['paired_ratio'])} | {_f(r['paired_aa_ratio'])} | "
-            f"{_mb(r['anon_on_kb'])} | {_mb(r['anon_off_kb'])} | "
-            f"{_mb(r['peak_on_kb'])} | {_mb(r['peak_off_kb'])} | {note} |")
+            f"| {r.config} | {r.query} | {'yes' if r.eddy else 'no'} | "
+            f"{num(r.off_ms, '.1f')} | {num(r.on_ms, '.1f')} | {num(r.ratio)} | "
+            f"{num(r.aa_ratio)} | {num(r.paired_ratio)} | {num(r.paired_aa_ratio)} | "
+            f"{kb_as_mb(r.anon_on_kb)} | {kb_as_mb(r.anon_off_kb)} | "
+            f"{kb_as_mb(r.peak_on_kb)} | {kb_as_mb(r.peak_off_kb)} | {note} |")
     if result.confirmed:
         lines += ["", f"Confirmation (`--confirm {s.get('confirm')}`): the queries whose "
                   f"paired ratio was over {s.get('confirm_over'):g} after the "
@@ -773,11 +842,11 @@ def report(result: Result) -> str:
     return "\n".join(lines) + "\n"
 
 
-def confirmed_row(c: dict) -> str:
-    return (f"| {c['config']} | {c['query']} | {c['first_n']} | "
-            f"{_f(c['first_paired_ratio'])} ({_f(c['first_paired_aa_ratio'])}) | "
-            f"{_f(c['first_ratio'])} | {c['n']} | {_f(c['paired_ratio'])} "
-            f"({_f(c['paired_aa_ratio'])}) | {_f(c['ratio'])} |")
+def confirmed_row(c: Confirmed) -> str:
+    return (f"| {c.config} | {c.query} | {c.first_n} | "
+            f"{num(c.first_paired_ratio)} ({num(c.first_paired_aa_ratio)}) | "
+            f"{num(c.first_ratio)} | {c.n} | {num(c.paired_ratio)} "
+            f"({num(c.paired_aa_ratio)}) | {num(c.ratio)} |")
 
 
 def plot(result: Result, out: Path) -> Path:
@@ -785,17 +854,14 @@ def plot(result: Result, out: Path) -> Path:
     whiskers: min-max of the ratios of paired runs, on against the off run
     of the same repeat), hatched where the plan has no Eddy; the A/A ratio
     of the same configuration as a black dot."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     from matplotlib.artist import Artist
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
-    configs = list(dict.fromkeys(r["config"] for r in result.summary))
-    queries = list(dict.fromkeys(r["query"] for r in result.summary))
-    cell = {(r["config"], r["query"]): r for r in result.summary}
+    plt = harness.pyplot()
+    configs = list(dict.fromkeys(r.config for r in result.summary))
+    queries = list(dict.fromkeys(r.query for r in result.summary))
+    cell = {(r.config, r.query): r for r in result.summary}
     fig, ax = plt.subplots(figsize=(max(6.0, 0.5 * len(queries) + 2.5), 4.6))
     width = 0.8 / len(configs)
     cmap = plt.get_cmap("tab10")
@@ -803,18 +869,18 @@ def plot(result: Result, out: Path) -> Path:
     for k, config in enumerate(configs):
         for i, q in enumerate(queries):
             r = cell.get((config, q))
-            if r is None or r["ratio"] is None:
+            if r is None or r.ratio is None:
                 continue
             x = i - 0.4 + width * (k + 0.5)
-            lo = max(0.0, r["ratio"] - (r["ratio_min"] or r["ratio"]))
-            hi = max(0.0, (r["ratio_max"] or r["ratio"]) - r["ratio"])
-            ax.bar(x, r["ratio"], width, yerr=[[lo], [hi]], capsize=1.5,
+            lo = max(0.0, r.ratio - (r.ratio_min or r.ratio))
+            hi = max(0.0, (r.ratio_max or r.ratio) - r.ratio)
+            ax.bar(x, r.ratio, width, yerr=[[lo], [hi]], capsize=1.5,
                    color=cmap(k % 10), edgecolor="black", linewidth=0.4,
-                   hatch=None if r["eddy"] else "///", alpha=1.0 if r["eddy"] else 0.45,
+                   hatch=None if r.eddy else "///", alpha=1.0 if r.eddy else 0.45,
                    error_kw={"elinewidth": 0.6})
-            if r["aa_ratio"] is not None:
-                ax.plot([x], [r["aa_ratio"]], "k.", markersize=3)
-            top = max(top, (r["ratio_max"] or r["ratio"]) * 1.1)
+            if r.aa_ratio is not None:
+                ax.plot([x], [r.aa_ratio], "k.", markersize=3)
+            top = max(top, (r.ratio_max or r.ratio) * 1.1)
     handles: list[Artist] = [
         Patch(facecolor=cmap(k % 10), edgecolor="black", linewidth=0.4, label=c)
         for k, c in enumerate(configs)]
@@ -831,28 +897,22 @@ def plot(result: Result, out: Path) -> Path:
                  f"({result.settings['rounds']} round(s); whiskers: min-max of the paired runs)",
                  fontsize=9)
     ax.legend(handles=handles, fontsize=7, ncol=len(handles), loc="upper left", frameon=False)
-    fig.tight_layout()
-    path = out / "ratio.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return harness.save_figure(fig, out / "ratio.png")
 
 
 # --------------------------------------------------------------------------- CLI
 
 def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(
-        prog="python -m eddytools.tpch_bench",
-        description=__doc__.split("\n\n")[0].replace("\n", " "),
-        epilog=__doc__.split("\n\n", 2)[2],
-        formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--dsn", default="",
-                    help="libpq connection string of a database on the server to use (default: "
-                         "the PG* environment); the TPC-H database is created next to it")
+    ap = harness.parser(PROG, __doc__)
+    harness.add_common_arguments(
+        ap, dsn_help="libpq connection string of a database on the server to use (default: "
+                     "the PG* environment); the TPC-H database is created next to it",
+        out=Path("tpch-results"),
+        out_help="output folder; the files go into <out>/sf<scale>/ (default: "
+                 "tpch-results, untracked; docs/tpch refreshes the committed results)",
+        quick_help=f"smoke run: scale factor {QUICK_SCALE:g}, 1 round", plots_help="no PNG")
     ap.add_argument("--scale", type=float, default=None,
                     help="TPC-H scale factor (default: 1; --quick: 0.1)")
-    ap.add_argument("--quick", action="store_true",
-                    help=f"smoke run: scale factor {QUICK_SCALE:g}, 1 round")
     ap.add_argument("--configs", type=csv_list(tuple(CONFIGS)), default=list(DEFAULT_CONFIGS),
                     help=f"comma-separated, from {', '.join(CONFIGS)} "
                          f"(default: {','.join(DEFAULT_CONFIGS)})")
@@ -879,25 +939,25 @@ def build_parser() -> argparse.ArgumentParser:
                     help="drop and load the TPC-H database even when it is there")
     ap.add_argument("--statement-timeout", type=float, default=0,
                     help="seconds after which a run is cancelled, an error (default: none)")
-    ap.add_argument("-o", "--out", type=Path, default=Path("tpch-results"),
-                    help="output folder; the files go into <out>/sf<scale>/ (default: "
-                         "tpch-results, untracked; docs/tpch refreshes the committed results)")
     ap.add_argument("--no-warmup", action="store_true",
                     help="no untimed run of each query before the timed rounds")
-    ap.add_argument("--no-plots", action="store_true", help="no PNG")
-    ap.add_argument("--no-progress", action="store_true", help="no progress lines")
     return ap
 
 
-def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    args = build_parser().parse_args(argv)
+def resolve(args: argparse.Namespace) -> None:
+    """The defaults that depend on --quick."""
     if args.scale is None:
         args.scale = QUICK_SCALE if args.quick else 1.0
     if args.rounds is None:
         args.rounds = 1 if args.quick else 3
     if args.min_seconds is None:
         args.min_seconds = 0.0 if args.quick else 1.0
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    args = build_parser().parse_args(argv)
+    resolve(args)
     bad = [n for n in args.queries if n not in QUERIES]
     if (bad or args.rounds < 1 or args.scale <= 0 or args.max_repeats < 1
             or args.confirm < 0 or args.confirm_over < 0):
@@ -907,40 +967,31 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     dbname = args.dbname or dbname_for(args.scale)
     out = args.out / f"sf{args.scale:g}"
-    settings = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()
-                if k != "dsn"}
+    settings = harness.settings_record(args, PROG, argv)
     settings["dbname"] = dbname
-    settings["command"] = "python -m eddytools.tpch_bench " + shlex.join(
-        a for a in argv if not a.startswith("--dsn") and a != args.dsn)
     result = Result(settings=settings)
-    t0 = time.monotonic()
-    try:
+
+    def run() -> None:
         result.load = ensure_loaded(args.dsn, dbname, args.scale, args.reload,
                                     args.no_progress)
         bench_dsn = with_dbname(args.dsn, dbname)
+        harness.prepare_eddy(bench_dsn)
         with connect(bench_dsn) as conn:
-            conn.execute("CREATE EXTENSION IF NOT EXISTS eddy")
-            preload = "eddy" in str(sql_value(conn, "SHOW shared_preload_libraries"))
-            if not preload:
-                conn.execute("LOAD 'eddy'")
+            preload = harness.load_eddy(conn)
             result.environment = environment(conn)
         checked = measure(bench_dsn, args, result, preload)
         if args.confirm > 0:
             confirm(bench_dsn, args, result, preload, checked)
-    except psycopg.Error as e:
-        print(f"tpch_bench: database error: {str(e).strip()}", file=sys.stderr)
-        return 1
-    result.environment["seconds"] = round(time.monotonic() - t0, 1)
-    result.environment["load_average_end"] = list(os.getloadavg())
-    summarize(result, args)
-    write_results(result, out)
-    png = None if args.no_plots else plot(result, out)
-    print(summary_table(result))
-    print(f"results: {out}/measurements.csv, summary.csv, results.json, README.md"
-          + (f", {png.name}" if png else ""))
-    for err in result.errors:
-        print(f"tpch_bench: error: {err}", file=sys.stderr)
-    return 3 if result.errors else 0
+
+    def conclude() -> tuple[str, str]:
+        summarize(result, args)
+        write_results(result, out)
+        png = None if args.no_plots else plot(result, out)
+        return summary_table(result), (
+            f"{out}/measurements.csv, summary.csv, results.json, README.md"
+            + (f", {png.name}" if png else ""))
+
+    return harness.run("tpch_bench", result, run, conclude)
 
 
 def cli() -> None:
