@@ -33,7 +33,7 @@
 #                    preloaded (unless DSN=... names one), the Spark loader,
 #                    every experiment; results and plots in bench-results/
 #                    (untracked; BENCH_OUT=dir elsewhere), or, with
-#                    BENCH_PUBLISH=1, in docs/bench/, refreshing the committed
+#                    BENCH_PUBLISH=1 (or PUBLISH=1), in docs/bench/, refreshing the committed
 #                    results (BENCH_ARGS="--quick" for a smoke run; see
 #                    .venv/bin/python -m eddytools.bench --help)
 #   make experiments the STAIRs paper's experiments (VLDB 2004, section 5:
@@ -167,10 +167,10 @@ sqlsmith: sysdeps
 # must preload eddy; otherwise it starts its own server as the postgres OS user
 # in BENCH_SERVER (kept between runs, so the loaded tables are reused; stopped
 # after each run; rm -rf it to start over).  The results go to the untracked
-# bench-results/, so a run leaves the checkout clean; BENCH_PUBLISH=1 writes
+# bench-results/, so a run leaves the checkout clean; BENCH_PUBLISH=1 (or PUBLISH=1) writes
 # them into docs/bench/ instead, to refresh the committed results on purpose.
 DSN ?=
-BENCH_PUBLISH ?=
+BENCH_PUBLISH ?= $(PUBLISH)
 BENCH_OUT ?= $(if $(filter 1 yes true,$(BENCH_PUBLISH)),docs/bench,bench-results)
 BENCH_ARGS ?=
 BENCH_PORT ?= 25433
@@ -192,7 +192,7 @@ bench: sysdeps venv
 # The STAIRs experiments, set up as the benchmark is (non-assert build, own
 # server unless DSN=..., results untracked unless PUBLISH=1 or
 # EXPERIMENTS_PUBLISH=1).  The full default run takes about the time given in
-# README.md ("The STAIRs experiments"); EXPERIMENTS_ARGS="--quick" a few minutes.
+# docs/experiments/README.md; EXPERIMENTS_ARGS="--quick" a few minutes.
 PUBLISH ?=
 EXPERIMENTS_PUBLISH ?= $(PUBLISH)
 EXPERIMENTS_OUT ?= $(if $(filter 1 yes true,$(EXPERIMENTS_PUBLISH)),docs/experiments,experiments-results)
