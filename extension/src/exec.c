@@ -30,7 +30,8 @@
  *						(DRAIN); a unique probe's one result goes on at once.
  *						In SteM mode a source tuple is built into its
  *						relation's STAIRs when it first goes to a join
- *						(BuildFirst, mod_hashjoin.c)
+ *						(BuildFirst: the es->build_first callback,
+ *						mod_hashjoin.c)
  *	 EDDY_STATE_DRAIN	the iterator (Deshpande 2004, section 2.1.4): take the
  *						next match of the frame on top of the stack and route
  *						it (ROUTE); a frame with no more matches is popped;
@@ -733,6 +734,19 @@ scan_attno_walker(Node *node, AttrNumber *max)
 }
 
 /*
+ * Would routing a fresh tuple to target tg only probe its module's state
+ * (the state interface's probe_only)?  Only asked of a target whose
+ * module's state the scan may probe (probe_attnos set).
+ */
+static inline bool
+probe_only(EddyState *es, EddyRouteTarget *tg)
+{
+	EddyModule *m = es->modules[tg->module];
+
+	return m->state->probe_only(es, m, tg->dir);
+}
+
+/*
  * This epoch's local chain of source i: the selections over it alone that
  * the routing table sends its fresh tuples to, in order, until it sends
  * them to a join.
@@ -767,8 +781,7 @@ compute_local_chain(EddyState *es, int i, EddySource *src)
 	src->local_exhausted = es->exhausted;
 	if (src->local_next >= 0 && src->local_qual != NULL &&
 		src->local_qual->probe_attnos[src->local_next] != NULL &&
-		EddyHashJoinProbeOnly(es, es->modules[es->targets[src->local_next].module],
-							  es->targets[src->local_next].dir))
+		probe_only(es, &es->targets[src->local_next]))
 	{
 		EddyModuleStats *st = es->targets[src->local_next].stats;
 		double		in = st->w_in;
@@ -874,7 +887,7 @@ route_locally(EddyState *es, int i, EddySource *src, TupleTableSlot *slot,
  * by Filter (its Filter does not show the eddy's selections).  Then, where
  * the routing sends the tuple on to a hash join that would not store it,
  * the join's probe runs there too, and a tuple that finds no match is
- * dropped (EddyHashJoinProbeMisses counts it as the join would), while
+ * dropped (the state's probe_misses counts it as the join would), while
  * most probes miss: one that matches is made again when the tuple is
  * routed.  A tuple it passes carries what it did to
  * read_source in EddyLocalQual; one it drops still counts as read (the
@@ -924,7 +937,7 @@ local_probe_misses(EddyLocalQual *lq, EddySource *src, ExprContext *econtext,
 		lq->keys[k] = slot_getattr(scantuple, attnos[k], &lq->keynulls[k]);
 	if (timed)
 		start = eddy_now_ns();
-	if (!EddyHashJoinProbeMisses(es, m, tg->dir, lq->keys, lq->keynulls))
+	if (!m->state->probe_misses(es, m, tg->dir, lq->keys, lq->keynulls))
 		return false;
 	if (timed)
 	{
@@ -1153,9 +1166,9 @@ begin_local_qual(EddyState *es, int i, EddySource *src)
 		AttrNumber *attnos;
 		int			k;
 
-		if (!EddyModuleIsHashJoin(m))
-			continue;
-		ends = EddyHashJoinSpec(m);
+		if (m->state == NULL || m->state->probe_misses == NULL)
+			continue;			/* nothing a scan can probe */
+		ends = m->state->spec(m);
 		if (ends->rel[tg->dir] != i || !ends->plainkeys[tg->dir])
 			continue;
 		attnos = palloc(sizeof(AttrNumber) * ends->nkeys);
@@ -1233,23 +1246,17 @@ EddySaveCounters(EddyState *es, EddySavedCounters *saved)
 		if (saved->lanes[s].nruns > 0)
 			saved->last_run_tuples[s] =
 				saved->lanes[s].runs[saved->lanes[s].nruns - 1].tuples;
-	saved->stats = palloc(sizeof(EddyModuleStats) * 2 * es->nmodules);
-	saved->stairs = palloc0(sizeof(uint64) * 4 * 2 * es->nmodules);
+	saved->modules = palloc0(sizeof(EddyModuleCounters) * es->nmodules);
 	for (m = 0; m < es->nmodules; m++)
 	{
-		memcpy(&saved->stats[2 * m], es->modules[m]->stats, sizeof(EddyModuleStats) * 2);
-		if (!EddyModuleIsHashJoin(es->modules[m]))
-			continue;
-		for (s = 0; s < 2; s++)
-		{
-			Stair	   *st = EddyHashJoinStair(es->modules[m], s);
-			uint64	   *c = &saved->stairs[4 * (2 * m + s)];
+		EddyModule *mod = es->modules[m];
+		EddyModuleCounters *c = &saved->modules[m];
 
-			c[0] = st->inserted;
-			c[1] = st->probed;
-			c[2] = st->matched;
-			c[3] = st->skipped;
-		}
+		memcpy(c->stats, mod->stats, sizeof(c->stats));
+		if (mod->state == NULL)
+			continue;
+		for (s = 0; s < mod->state->nstores; s++)
+			mod->state->save_counters(mod, s, &c->stores[s]);
 	}
 	saved->nfiltered1 = es->css.ss.ps.instrument ? es->css.ss.ps.instrument->nfiltered1 : 0;
 }
@@ -1279,24 +1286,18 @@ EddyRestoreCounters(EddyState *es, EddySavedCounters *saved)
 	}
 	for (m = 0; m < es->nmodules; m++)
 	{
-		memcpy(es->modules[m]->stats, &saved->stats[2 * m], sizeof(EddyModuleStats) * 2);
-		if (!EddyModuleIsHashJoin(es->modules[m]))
-			continue;
-		for (s = 0; s < 2; s++)
-		{
-			Stair	   *st = EddyHashJoinStair(es->modules[m], s);
-			uint64	   *c = &saved->stairs[4 * (2 * m + s)];
+		EddyModule *mod = es->modules[m];
+		EddyModuleCounters *c = &saved->modules[m];
 
-			st->inserted = c[0];
-			st->probed = c[1];
-			st->matched = c[2];
-			st->skipped = c[3];
-		}
+		memcpy(mod->stats, c->stats, sizeof(c->stats));
+		if (mod->state == NULL)
+			continue;
+		for (s = 0; s < mod->state->nstores; s++)
+			mod->state->restore_counters(mod, s, &c->stores[s]);
 	}
 	if (es->css.ss.ps.instrument)
 		es->css.ss.ps.instrument->nfiltered1 = saved->nfiltered1;
-	pfree(saved->stats);
-	pfree(saved->stairs);
+	pfree(saved->modules);
 	pfree(saved->lanes);
 	pfree(saved->last_run_tuples);
 }
@@ -1316,23 +1317,34 @@ EddySourceExhausted(EddyState *es, int i)
 }
 
 /*
- * A source ran out: can the result still grow?  Not when a hash join has a
- * side read to its end with nothing stored (EddyHashJoinsEnded): then the
- * eddy ends without reading the rest of its sources, as PostgreSQL's hash
- * join does not read its outer side when its inner one was empty.  Called
- * by read_source, at a point of stasis.
+ * A source ran out: can the result still grow?  Not when a module's state
+ * says no result can be made any more (its `ended` operation: a hash join
+ * with a side read to its end and nothing stored): then the eddy ends
+ * without reading the rest of its sources, as PostgreSQL's hash join does
+ * not read its outer side when its inner one was empty.  Called by
+ * read_source, at a point of stasis.  Not while the eddy spills (a batch's
+ * state is partly in its files) nor in an eddy that exchanges its state
+ * (its STAIRs are not yet everyone's).
  */
 static bool
 result_ended(EddyState *es)
 {
-	int			side;
+	int			side = -1;
 	int			m;
 
 	es->check_end = false;
 	if ((es->scanned & ~es->exhausted) == 0)
 		return false;			/* the ordinary end */
-	m = EddyHashJoinsEnded(es, &side);
-	if (m < 0)
+	if (es->spill != NULL || es->exchange)
+		return false;
+	for (m = 0; m < es->nmodules; m++)
+	{
+		EddyModule *mod = es->modules[m];
+
+		if (mod->state != NULL && mod->state->ended(es, mod, &side) >= 0)
+			break;
+	}
+	if (m == es->nmodules)
 		return false;
 	es->ended_by = m + 1;
 	es->ended_side = side;
@@ -1413,7 +1425,7 @@ read_source(EddyState *es)
 		}
 		src->nread++;
 		es->seq++;				/* the driver's arrival (SteM mode) */
-		es->unbuilt = es->stems && src->nbuild > 0;
+		es->unbuilt = src->nbuild > 0; /* BuildFirst: es->build_first */
 		if (unlikely(es->holding))
 			EddyScheduleCheckHold(es);
 		slot_getsomeattrs(slot, src->ncols);
@@ -1526,11 +1538,11 @@ route_current(EddyState *es)
 			/* a fresh tuple spans its source alone */
 			EddyRouterNoteFirst(router, pg_rightmost_one_pos32(t->spans), target);
 		}
-		if (unlikely(es->unbuilt) && m->filter == NULL)
+		if (unlikely(es->unbuilt) && m->methods->joins)
 		{
-			/* SteM mode: the driver builds before its first join */
+			/* the state mode's BuildFirst: before the driver's first join */
 			es->unbuilt = false;
-			EddyStemsBuild(es, t);
+			es->build_first(es, t);
 		}
 		tg->stats->in++;
 		if (es->current_timed)

@@ -43,6 +43,7 @@ typedef struct EddyState EddyState;
 typedef struct EddyModule EddyModule;
 typedef struct EddySpill EddySpill;
 typedef struct EddySharedStats EddySharedStats;
+typedef struct EddyJoinSpec EddyJoinSpec;
 
 /* ----------------------------------------------------------------
  *		Predicates
@@ -267,10 +268,17 @@ typedef struct EddyFrame
  * rescan	forget all state, for a rescan.
  * end		release resources.
  * explain	its EXPLAIN lines or properties.
+ *
+ * joins	a capability, not a kind: route may make tuples that span more
+ *			sources than the tuple routed (a join).  The loop runs the
+ *			state mode's BuildFirst callback (es->build_first) before a
+ *			driver's first such module, and EXPLAIN reports a fan-out
+ *			rather than a selectivity.
  */
 typedef struct EddyModuleMethods
 {
 	const char *label;			/* "Selection", "Hash Join", "Index Join" */
+	bool		joins;
 	EddyTuple  *(*route) (EddyState *es, EddyModule *m, int dir, EddyTuple *t);
 	EddyTuple  *(*next) (EddyState *es, EddyFrame *f);
 	void		(*rescan) (EddyState *es, EddyModule *m);
@@ -280,14 +288,106 @@ typedef struct EddyModuleMethods
 } EddyModuleMethods;
 
 /*
+ * How many entries of each signature (the sources they span) a store
+ * holds, kept while the eddy may migrate (EddyStateMethods.sigs)
+ */
+typedef struct EddySigCount
+{
+	uint32		spans;
+	uint64		count;
+} EddySigCount;
+
+/* At most this many stores per module (EddyStateMethods.nstores) */
+#define EDDY_MAX_STORES		2
+
+/* The counters of one store, saved and restored around a replay */
+typedef struct EddyStoreCounters
+{
+	uint64		inserted;
+	uint64		probed;
+	uint64		matched;
+	uint64		skipped;
+} EddyStoreCounters;
+
+/*
+ * The state interface.  A module that keeps state between tuples (a hash
+ * join's two STAIRs, in STAIR or SteM mode) sets EddyModule.state; a
+ * stateless one (a selection, an index join) leaves it NULL.  Everything
+ * the executor's services do with a module's state goes through these
+ * operations: state migration (migrate.c), spilling (spill.c), the
+ * parallel exchange (parallel.c), the counters saved around a replay and
+ * the loop's test whether the result can still grow (exec.c), the scan's
+ * probes of a local chain (exec.c).  None of them asks what kind a
+ * module is.
+ *
+ * The state is nstores stores, one per side of the module's join-tree
+ * edge (spec): store s is a STAIR (stair.h) whose entries are payloads
+ * (exec.h) spanning the end relation spec->rel[s] and nothing outside
+ * spec->side[s], hashed on the side's keys.  Services read, take and
+ * reinsert entries with stair.c's iterator.  Entries live in the eddy's
+ * state arena (es->stored), so memory is accounted there for all modules
+ * at once (EddyStateMemory, tuple.c), and freed by resetting it.
+ *
+ * Unless said otherwise an operation is called at a point of stasis
+ * (exec.c): nothing in flight, no frame of the module on the stack.
+ *
+ * nstores		its number of stores, at most EDDY_MAX_STORES.
+ * store		store s.
+ * spec			its ends and keys: the sides the stores belong to.
+ * clear		forget every entry (the caller resets the state arena):
+ *				spilling frees the state this way.
+ * sigs			the signatures of store s's entries and their counts, kept
+ *				only while es->migrating; returns how many.
+ * forget_sigs	the stores were emptied by taking their entries (state
+ *				migration): the signature counts start again.
+ * save_counters, restore_counters
+ *				store s's counters (EddyStoreCounters), saved before rows
+ *				are replayed (migration, spilling, the exchange) and
+ *				restored after, so that they count the eddy's own routing.
+ * ended		a side d whose scanned sources are all exhausted and whose
+ *				store is empty, so that no result can be made any more
+ *				(and *side = d), or -1: asked after a source ran out.
+ * probe_only	would routing a fresh tuple of end dir's relation only
+ *				probe (store nothing)?  Asked between two source tuples,
+ *				when a local chain is computed.
+ * probe_misses	the same, and it finds no match for keys (isnull): then it
+ *				counts what routing it would have counted and returns
+ *				true, for the caller to drop the tuple; else counts
+ *				nothing.  Called from a scan's qual (a local chain), with
+ *				nothing of the eddy's in flight.
+ */
+typedef struct EddyStateMethods
+{
+	int			nstores;
+	Stair	   *(*store) (EddyModule *m, int s);
+	EddyJoinSpec *(*spec) (EddyModule *m);
+	void		(*clear) (EddyState *es, EddyModule *m);
+	int			(*sigs) (EddyModule *m, int s, EddySigCount **sigs);
+	void		(*forget_sigs) (EddyModule *m);
+	void		(*save_counters) (EddyModule *m, int s, EddyStoreCounters *c);
+	void		(*restore_counters) (EddyModule *m, int s,
+									 const EddyStoreCounters *c);
+	int			(*ended) (EddyState *es, EddyModule *m, int *side);
+	bool		(*probe_only) (EddyState *es, EddyModule *m, int dir);
+	bool		(*probe_misses) (EddyState *es, EddyModule *m, int dir,
+								 Datum *keys, bool *isnull);
+} EddyStateMethods;
+
+/*
  * What every module has.  ndirs routing targets (route targets' need,
  * allow and prereq, set by the module's begin function), with statistics
- * per direction.  A filter (a selection) sets `filter`: the eddy evaluates
- * it inline when walking a chain.
+ * per direction.
+ *
+ * filter is a capability: a module whose routing is one predicate over
+ * the tuple, passing or dropping it (a selection), sets it, and then the
+ * loop may evaluate it inline instead of calling route (chains, local
+ * chains, exec.c), and the module's done bit on a stored tuple says its
+ * rows passed the predicate (kept by replay and spilling).
  */
 struct EddyModule
 {
 	const EddyModuleMethods *methods;
+	const EddyStateMethods *state;	/* NULL: the module keeps no state */
 	int			index;			/* in plan order */
 	Expr	   *expr;			/* predicate or join condition, for EXPLAIN */
 	EddyPredicate *filter;		/* a filter's predicate, or NULL */
@@ -308,7 +408,7 @@ extern void EddyIndexJoinBeginChain(EddyState *es, EddyModule *m);
  * The two ends of a join module and how a tuple's keys are read from them
  * (mod_join.c: shared by the hash and index joins).
  */
-typedef struct EddyJoinSpec
+struct EddyJoinSpec
 {
 	int			rel[2];			/* the source at each end */
 	uint32		side[2];		/* sources on each side of the tree edge */
@@ -325,7 +425,7 @@ typedef struct EddyJoinSpec
 	double		presize_rows[2];	/* entries side s's STAIR likely holds */
 	double		est_sel;
 	List	   *keyexprs[2];	/* the key expressions, for EXPLAIN */
-} EddyJoinSpec;
+};
 
 extern void EddyJoinSpecInit(EddyState *es, EddyJoinSpec *ends, List *desc);
 extern void EddyJoinTargets(EddyModule *m, EddyJoinSpec *ends, int ndirs);
@@ -475,6 +575,21 @@ struct EddyState
 	uint64		seq;
 	bool		unbuilt;
 
+	/*
+	 * What the state mode asks of the loop and the services (set by
+	 * EddyStemsInit; all unset in STAIR mode).  build_first is the
+	 * documented callback by which a module reaches the loop: the loop
+	 * calls it with a driver (a fresh source tuple of a source with
+	 * nbuild > 0) before the driver's first join (a module whose methods
+	 * say `joins`), once.  stamp_rows: rows copied into state memory carry
+	 * their arrival number (row_seq, tuple.c).  migrate_refused and
+	 * spill_refused: why the state can neither migrate nor spill, or NULL.
+	 */
+	void		(*build_first) (EddyState *es, EddyTuple *t);
+	bool		stamp_rows;
+	const char *migrate_refused;
+	const char *spill_refused;
+
 	/* spilling (spill.c) */
 	bool		can_spill;
 	bool		spill_wanted;	/* the state outgrew max_memory: spill at the
@@ -533,11 +648,15 @@ extern TupleDesc EddySourceTupleDesc(EddyState *es, int i);
  * migration, exchanged state) and restored after, so that they count the
  * eddy's own routing only.
  */
+typedef struct EddyModuleCounters
+{
+	EddyModuleStats stats[2];	/* per direction */
+	EddyStoreCounters stores[EDDY_MAX_STORES];	/* per store, if any */
+} EddyModuleCounters;
+
 typedef struct EddySavedCounters
 {
-	EddyModuleStats *stats;		/* per module, both directions */
-	uint64	   *stairs;			/* per module and side: inserted, probed,
-								 * matched, skipped */
+	EddyModuleCounters *modules;	/* per module */
 	double		nfiltered1;
 	EddyHistoryLane *lanes;		/* the router's history of first choices */
 	uint64	   *last_run_tuples;	/* per lane */
@@ -743,27 +862,6 @@ EddyTupleStoreForJoin(EddyState *es, int rel, EddyTuple *t, EddyTuple **view)
 		*view = stored;
 	return stored;
 }
-
-/*
- * How many entries of each signature (the sources they span) a STAIR
- * holds, kept by a hash join while the eddy may migrate (mod_hashjoin.c)
- */
-typedef struct EddySigCount
-{
-	uint32		spans;
-	uint64		count;
-} EddySigCount;
-
-/* mod_hashjoin.c: what state migration reads of a hash join */
-extern bool EddyModuleIsHashJoin(EddyModule *m);
-extern EddyJoinSpec *EddyHashJoinSpec(EddyModule *m);
-extern Stair *EddyHashJoinStair(EddyModule *m, int side);
-extern bool EddyHashJoinProbeOnly(EddyState *es, EddyModule *m, int dir);
-extern int	EddyHashJoinsEnded(EddyState *es, int *side);
-extern bool EddyHashJoinProbeMisses(EddyState *es, EddyModule *m, int dir,
-									Datum *keys, bool *isnull);
-extern int	EddyHashJoinSigs(EddyModule *m, int side, EddySigCount **sigs);
-extern void EddyHashJoinForgetSigs(EddyModule *m);
 
 /* mod_hashjoin.c: SteM mode */
 extern void EddyStemsInit(EddyState *es);

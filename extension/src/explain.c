@@ -65,7 +65,7 @@ explain_cumulative(EddyState *es, EddyModule *m, ExplainState *xs)
 	StringInfoData buf;
 	int			d;
 
-	if (es->router.policy != EDDY_POLICY_CUMULATIVE || m->filter != NULL)
+	if (es->router.policy != EDDY_POLICY_CUMULATIVE || !m->methods->joins)
 		return;
 	initStringInfo(&buf);
 	for (d = 0; d < m->ndirs; d++)
@@ -95,7 +95,7 @@ EddyExplainCounters(EddyState *es, EddyModule *m, int dir, ExplainState *xs)
 	double		cost_ns = 0;
 	double		ratio;
 	double		cost_us;
-	const char *ratio_name = m->filter != NULL ? "Selectivity" : "Fan-out";
+	const char *ratio_name = m->methods->joins ? "Fan-out" : "Selectivity";
 	int			d;
 
 	if (!xs->analyze || es->css.ss.ps.instrument == NULL)
@@ -369,7 +369,7 @@ EddyExplain(CustomScanState *node, List *ancestors, ExplainState *xs)
 	{
 		/* the result could not grow: the rest was not read (exec.c) */
 		EddyModule *m = es->modules[es->ended_by - 1];
-		int			rel = EddyHashJoinSpec(m)->rel[es->ended_side];
+		int			rel = m->state->spec(m)->rel[es->ended_side];
 		const char *name = es->sources[rel].name;
 		StringInfoData buf;
 

@@ -124,14 +124,42 @@ static void hashjoin_rescan(EddyState *es, EddyModule *m);
 static void hashjoin_end(EddyState *es, EddyModule *m);
 static void hashjoin_explain(EddyState *es, EddyModule *m, List *context,
 							 bool useprefix, ExplainState *xs);
+static Stair *hashjoin_store(EddyModule *m, int s);
+static EddyJoinSpec *hashjoin_spec(EddyModule *m);
+static void hashjoin_clear(EddyState *es, EddyModule *m);
+static int	hashjoin_sigs(EddyModule *m, int side, EddySigCount **sigs);
+static void hashjoin_forget_sigs(EddyModule *m);
+static void hashjoin_save_counters(EddyModule *m, int s, EddyStoreCounters *c);
+static void hashjoin_restore_counters(EddyModule *m, int s,
+									  const EddyStoreCounters *c);
+static int	hashjoin_ended(EddyState *es, EddyModule *m, int *side);
+static bool hashjoin_probe_only(EddyState *es, EddyModule *m, int dir);
+static bool hashjoin_probe_misses(EddyState *es, EddyModule *m, int dir,
+								  Datum *keys, bool *isnull);
 
 static const EddyModuleMethods hashjoin_methods = {
 	.label = "Hash Join",
+	.joins = true,
 	.route = hashjoin_route,
 	.next = hashjoin_next,
 	.rescan = hashjoin_rescan,
 	.end = hashjoin_end,
 	.explain = hashjoin_explain,
+};
+
+/* Its state: the two STAIRs (exec.h, "The state interface") */
+static const EddyStateMethods hashjoin_state = {
+	.nstores = 2,
+	.store = hashjoin_store,
+	.spec = hashjoin_spec,
+	.clear = hashjoin_clear,
+	.sigs = hashjoin_sigs,
+	.forget_sigs = hashjoin_forget_sigs,
+	.save_counters = hashjoin_save_counters,
+	.restore_counters = hashjoin_restore_counters,
+	.ended = hashjoin_ended,
+	.probe_only = hashjoin_probe_only,
+	.probe_misses = hashjoin_probe_misses,
 };
 
 /*
@@ -201,6 +229,7 @@ EddyHashJoinBegin(EddyState *es, List *desc, int index)
 	int			s;
 
 	m->methods = &hashjoin_methods;
+	m->state = &hashjoin_state;
 	m->index = index;
 	m->expr = list_nth(cscan->custom_exprs, intVal(list_nth(desc, EddyJoinCondition)));
 	EddyJoinSpecInit(es, &hj->ends, desc);
@@ -373,6 +402,10 @@ EddyStemsInit(EddyState *es)
 	es->stems_refused = NULL;
 	es->seq = 0;
 	es->unbuilt = false;
+	es->build_first = NULL;
+	es->stamp_rows = false;
+	es->migrate_refused = NULL;
+	es->spill_refused = NULL;
 	if (es->chain || es->state_mode != EDDY_STATE_MODE_STEMS)
 		return;
 	if (es->exchange)
@@ -400,6 +433,10 @@ EddyStemsInit(EddyState *es)
 		}
 	}
 	es->stems = true;
+	es->build_first = EddyStemsBuild;
+	es->stamp_rows = true;
+	es->migrate_refused = "SteM mode stores base tuples only";
+	es->spill_refused = "SteM mode does not spill";
 	for (i = 0; i < es->nmodules; i++)
 	{
 		EddyHashJoin *hj = (EddyHashJoin *) es->modules[i];
@@ -656,31 +693,29 @@ probe_only(EddyState *es, EddyHashJoin *hj, int dir)
 	return !es->stems && (hj->probers[dir] & ~es->exhausted) == 0;
 }
 
-bool
-EddyHashJoinProbeOnly(EddyState *es, EddyModule *m, int dir)
+static bool
+hashjoin_probe_only(EddyState *es, EddyModule *m, int dir)
 {
-	Assert(EddyModuleIsHashJoin(m));
 	return probe_only(es, (EddyHashJoin *) m, dir);
 }
 
 /*
  * Would routing a fresh tuple of side dir's relation, whose key values are
  * keys (isnull), into this join make nothing and store nothing?  So when
- * it only probes (EddyHashJoinProbeOnly) and matches nothing in the other
- * side's STAIR: then it is counted here as hashjoin_route counts such a
- * tuple, and true is returned: the caller drops it (exec.c's local chain,
- * in the source's scan).  False when it might make or store something:
- * nothing is counted, and the tuple is routed (and probes again).
+ * it only probes (probe_only) and matches nothing in the other side's
+ * STAIR: then it is counted here as hashjoin_route counts such a tuple,
+ * and true is returned: the caller drops it (exec.c's local chain, in the
+ * source's scan).  False when it might make or store something: nothing
+ * is counted, and the tuple is routed (and probes again).
  */
-bool
-EddyHashJoinProbeMisses(EddyState *es, EddyModule *m, int dir, Datum *keys,
-						bool *isnull)
+static bool
+hashjoin_probe_misses(EddyState *es, EddyModule *m, int dir, Datum *keys,
+					  bool *isnull)
 {
 	EddyHashJoin *hj = (EddyHashJoin *) m;
 	Stair	   *other = hj->stair[1 - dir];
 	uint32		hash;
 
-	Assert(EddyModuleIsHashJoin(m));
 	if (!probe_only(es, hj, dir))
 		return false;
 	if (other->nentries > 0 &&
@@ -699,10 +734,10 @@ EddyHashJoinProbeMisses(EddyState *es, EddyModule *m, int dir, Datum *keys,
 
 /*
  * Can the eddy make no more results, whatever its sources still hold?  Asked
- * at a point of stasis (nothing in flight) after a source ran out: so when
- * some hash join has a side whose scanned sources are all exhausted and
+ * (exec.c, result_ended) at a point of stasis after a source ran out: so
+ * when this join has a side whose scanned sources are all exhausted and
  * whose STAIR is empty, as a static hash join ends when one input ended
- * empty.  Returns the join's module index (and the side in *side), or -1.
+ * empty.  Returns that side (and sets *side), or -1.
  *
  * Why that ends the result.  A join module is an edge of the join tree:
  * every result spans both its sides, so it was made by a tuple of one side
@@ -723,63 +758,67 @@ EddyHashJoinProbeMisses(EddyState *es, EddyModule *m, int dir, Datum *keys,
  * anything (BuildFirst), and a tuple of side 1 - d crosses by probing it;
  * its exceptions are the same.
  *
- * Not while the eddy spills (a batch's state is partly in its files) nor
- * in an eddy that exchanges its state (its STAIRs are not yet everyone's).
+ * The caller does not ask while the eddy spills (a batch's state is
+ * partly in its files) nor in an eddy that exchanges its state (its
+ * STAIRs are not yet everyone's).
  */
-int
-EddyHashJoinsEnded(EddyState *es, int *side)
+static int
+hashjoin_ended(EddyState *es, EddyModule *m, int *side)
 {
-	int			i;
+	EddyHashJoin *hj = (EddyHashJoin *) m;
+	int			d;
 
-	if (es->spill != NULL || es->exchange)
-		return -1;
-	for (i = 0; i < es->nmodules; i++)
+	for (d = 0; d < 2; d++)
 	{
-		EddyHashJoin *hj;
-		int			d;
+		uint32		scanned = hj->probers[1 - d];	/* side d's */
 
-		if (!EddyModuleIsHashJoin(es->modules[i]))
-			continue;
-		hj = (EddyHashJoin *) es->modules[i];
-		for (d = 0; d < 2; d++)
+		if (scanned != 0 && (scanned & ~es->exhausted) == 0 &&
+			hj->stair[d]->nentries == 0)
 		{
-			uint32		scanned = hj->probers[1 - d];	/* side d's */
-
-			if (scanned != 0 && (scanned & ~es->exhausted) == 0 &&
-				hj->stair[d]->nentries == 0)
-			{
-				*side = d;
-				return i;
-			}
+			*side = d;
+			return d;
 		}
 	}
 	return -1;
 }
 
 /*
- * What state migration (migrate.c) needs of a hash join: whether a module
- * is one, its ends and STAIRs, and the key values and hash of a tuple on
- * one side (false if a key is NULL).  By-reference computed keys are made
- * in state memory, since they go into a STAIR.
+ * The state interface's readers (exec.h): the join's ends and its
+ * STAIRs, and their counters.
  */
-bool
-EddyModuleIsHashJoin(EddyModule *m)
+static EddyJoinSpec *
+hashjoin_spec(EddyModule *m)
 {
-	return m->methods == &hashjoin_methods;
-}
-
-EddyJoinSpec *
-EddyHashJoinSpec(EddyModule *m)
-{
-	Assert(EddyModuleIsHashJoin(m));
 	return &((EddyHashJoin *) m)->ends;
 }
 
-Stair *
-EddyHashJoinStair(EddyModule *m, int side)
+static Stair *
+hashjoin_store(EddyModule *m, int s)
 {
-	Assert(EddyModuleIsHashJoin(m));
-	return ((EddyHashJoin *) m)->stair[side];
+	Assert(s >= 0 && s < 2);
+	return ((EddyHashJoin *) m)->stair[s];
+}
+
+static void
+hashjoin_save_counters(EddyModule *m, int s, EddyStoreCounters *c)
+{
+	Stair	   *st = ((EddyHashJoin *) m)->stair[s];
+
+	c->inserted = st->inserted;
+	c->probed = st->probed;
+	c->matched = st->matched;
+	c->skipped = st->skipped;
+}
+
+static void
+hashjoin_restore_counters(EddyModule *m, int s, const EddyStoreCounters *c)
+{
+	Stair	   *st = ((EddyHashJoin *) m)->stair[s];
+
+	st->inserted = c->inserted;
+	st->probed = c->probed;
+	st->matched = c->matched;
+	st->skipped = c->skipped;
 }
 
 /*
@@ -787,23 +826,21 @@ EddyHashJoinStair(EddyModule *m, int side)
  * migrate.c turns that on when the node starts, or not at all) and their
  * counts; the number of signatures.
  */
-int
-EddyHashJoinSigs(EddyModule *m, int side, EddySigCount **sigs)
+static int
+hashjoin_sigs(EddyModule *m, int side, EddySigCount **sigs)
 {
 	EddyHashJoin *hj = (EddyHashJoin *) m;
 
-	Assert(EddyModuleIsHashJoin(m));
 	*sigs = hj->sigs[side];
 	return hj->nsigs[side];
 }
 
-/* The STAIRs were emptied (state migration, rescan) */
-void
-EddyHashJoinForgetSigs(EddyModule *m)
+/* The STAIRs were emptied (state migration took their entries) */
+static void
+hashjoin_forget_sigs(EddyModule *m)
 {
 	EddyHashJoin *hj = (EddyHashJoin *) m;
 
-	Assert(EddyModuleIsHashJoin(m));
 	hj->nsigs[0] = hj->nsigs[1] = 0;
 }
 
@@ -829,6 +866,13 @@ hashjoin_next(EddyState *es, EddyFrame *f)
 /* The entries lived in the state arena, which the eddy resets */
 static void
 hashjoin_rescan(EddyState *es, EddyModule *m)
+{
+	hashjoin_clear(es, m);
+}
+
+/* Forget every entry (the state interface's clear; rescan) */
+static void
+hashjoin_clear(EddyState *es, EddyModule *m)
 {
 	EddyHashJoin *hj = (EddyHashJoin *) m;
 

@@ -150,6 +150,7 @@ static void selection_explain(EddyState *es, EddyModule *m, List *context,
 
 static const EddyModuleMethods selection_methods = {
 	.label = "Selection",
+	.joins = false,				/* passes or drops the tuple it is given */
 	.route = selection_route,
 	.next = NULL,				/* never pushes a frame */
 	.rescan = NULL,				/* keeps no state */

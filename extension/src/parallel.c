@@ -271,12 +271,12 @@ send_rows(EddyState *es, int k, int i, TupleDesc desc)
 		EddyModule *mod = es->modules[m];
 		int			s;
 
-		if (!EddyModuleIsHashJoin(mod))
+		if (mod->state == NULL)
 			continue;
-		for (s = 0; s < 2; s++)
+		for (s = 0; s < mod->state->nstores; s++)
 		{
-			Stair	   *st = EddyHashJoinStair(mod, s);
-			int			end = EddyHashJoinSpec(mod)->rel[s];
+			Stair	   *st = mod->state->store(mod, s);
+			int			end = mod->state->spec(mod)->rel[s];
 			StairIterator it;
 			void	   *payload;
 			uint32		hash;

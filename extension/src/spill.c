@@ -174,10 +174,10 @@ EddySpillInit(EddyState *es)
 	es->over_limit = false;
 	es->can_spill = false;
 	es->spill_after = 0;
-	if (es->chain || es->stems || es->exchange)
+	if (es->chain || es->spill_refused != NULL || es->exchange)
 		return;
 	for (i = 0; i < es->nmodules; i++)
-		if (EddyModuleIsHashJoin(es->modules[i]))
+		if (es->modules[i]->state != NULL)
 			es->can_spill = true;
 	if (es->can_spill)
 		es->spill_after = (uint64) eddy_debug_spill_after;
@@ -304,9 +304,9 @@ choose_partitioning(EddyState *es, EddySpill *sp, Size used)
 		EddyModule *m = es->modules[i];
 		EddyJoinSpec *spec;
 
-		if (!EddyModuleIsHashJoin(m))
+		if (m->state == NULL)
 			continue;
-		spec = EddyHashJoinSpec(m);
+		spec = m->state->spec(m);
 		if (spec->nkeys == 0 ||
 			!(es->scanned & (1u << spec->rel[0])) ||
 			!(es->scanned & (1u << spec->rel[1])))
@@ -329,17 +329,17 @@ choose_partitioning(EddyState *es, EddySpill *sp, Size used)
 		EddyJoinSpec *spec;
 		int			s;
 
-		if (!EddyModuleIsHashJoin(m))
+		if (m->state == NULL)
 			continue;
-		spec = EddyHashJoinSpec(m);
-		for (s = 0; s < 2; s++)
+		spec = m->state->spec(m);
+		for (s = 0; s < m->state->nstores; s++)
 		{
 			StairIterator it;
 			void	   *payload;
 			uint32		hash;
 			Datum	   *keys;
 
-			StairIterBegin(&it, EddyHashJoinStair(m, s));
+			StairIterBegin(&it, m->state->store(m, s));
 			while ((payload = StairIterNext(&it, &hash, &keys)) != NULL)
 			{
 				uint32		spans;
@@ -420,7 +420,7 @@ choose_partitioning(EddyState *es, EddySpill *sp, Size used)
 	sp->dealt = cands[best].dealt;
 	if (sp->join != NULL)
 	{
-		EddyJoinSpec *spec = EddyHashJoinSpec(sp->join);
+		EddyJoinSpec *spec = sp->join->state->spec(sp->join);
 		int			s;
 
 		for (s = 0; s < 2; s++)
@@ -464,7 +464,7 @@ write_row(EddyState *es, int i, EddyRow *row, uint64 done, bool from_state)
 	old = MemoryContextSwitchTo(sp->rowcxt);
 	if (ss->partitioned && sp->join != NULL)
 	{
-		EddyJoinSpec *spec = EddyHashJoinSpec(sp->join);
+		EddyJoinSpec *spec = sp->join->state->spec(sp->join);
 		EddyTuple  *t = EddyTupleAlloc(es, &es->transient);
 		Datum	   *keys = palloc(sizeof(Datum) * spec->nkeys);
 		uint32		hash;
@@ -524,17 +524,17 @@ write_state(EddyState *es, uint64 *xonly)
 			EddyJoinSpec *spec;
 			int			s;
 
-			if (!EddyModuleIsHashJoin(m))
+			if (m->state == NULL)
 				continue;
-			spec = EddyHashJoinSpec(m);
-			for (s = 0; s < 2; s++)
+			spec = m->state->spec(m);
+			for (s = 0; s < m->state->nstores; s++)
 			{
 				StairIterator it;
 				void	   *payload;
 				uint32		hash;
 				Datum	   *keys;
 
-				StairIterBegin(&it, EddyHashJoinStair(m, s));
+				StairIterBegin(&it, m->state->store(m, s));
 				while ((payload = StairIterNext(&it, &hash, &keys)) != NULL)
 				{
 					EddyTuple  *t;
@@ -624,8 +624,8 @@ free_state(EddyState *es)
 	{
 		EddyModule *m = es->modules[i];
 
-		if (EddyModuleIsHashJoin(m))
-			m->methods->rescan(es, m);
+		if (m->state != NULL)
+			m->state->clear(es, m);
 	}
 	EddyArenaReset(&es->transient);
 	EddyArenaReset(&es->stored);
@@ -958,8 +958,10 @@ EddySpillExplain(EddyState *es, ExplainState *xs)
 	{
 		if (es->over_limit)
 			ExplainPropertyText("Memory Limit",
-								es->stems ? "exceeded (SteM mode does not spill)" :
-								"exceeded (nothing to spill)", xs);
+								psprintf("exceeded (%s)",
+										 es->spill_refused != NULL ?
+										 es->spill_refused : "nothing to spill"),
+								xs);
 		return;
 	}
 	initStringInfo(&buf);

@@ -201,9 +201,9 @@ EddyRowFromHeapSlot(EddyState *es, EddySource *src, TupleTableSlot *slot)
 
 /*
  * Copy a transient row into state memory (EddyRowPersist: made once, then
- * shared), with the hashes computed so far.  In SteM mode only the driver,
- * the source row read last, is ever stored (mod_hashjoin.c): its copy is
- * stamped with its arrival number.
+ * shared), with the hashes computed so far.  When the state mode stamps
+ * rows (es->stamp_rows: SteM mode, where only the driver, the source row
+ * read last, is ever stored), the copy carries its arrival number.
  */
 EddyRow *
 EddyRowPersistSlow(EddyState *es, int i, EddyRow *row)
@@ -211,7 +211,7 @@ EddyRowPersistSlow(EddyState *es, int i, EddyRow *row)
 	EddySource *src = &es->sources[i];
 	EddyRow    *copy;
 
-	if (es->stems)
+	if (es->stamp_rows)
 	{
 		copy = row_make(&es->stored, src, row->values, row->isnull, sizeof(uint64));
 		row_seq(copy) = es->seq;
