@@ -31,7 +31,7 @@
  *						In SteM mode a source tuple is built into its
  *						relation's STAIRs when it first goes to a join
  *						(BuildFirst: the es->build_first callback,
- *						mod_hashjoin.c)
+ *						mod_stems.c)
  *	 EDDY_STATE_DRAIN	the iterator (Deshpande 2004, section 2.1.4): take the
  *						next match of the frame on top of the stack and route
  *						it (ROUTE); a frame with no more matches is popped;

@@ -190,7 +190,7 @@ typedef struct EddyRow
 #define row_persistent(row)	(((EddyRow **) (row))[-1])
 
 /*
- * SteM mode (mod_hashjoin.c): a row in state memory is preceded by its
+ * SteM mode (mod_stems.c): a row in state memory is preceded by its
  * arrival number, the TimeStamp of the SteMs paper.  STAIR mode has no
  * such prefix.
  */
@@ -564,7 +564,7 @@ struct EddyState
 	bool	   *fetch_isnull;
 
 	/*
-	 * SteM mode (eddy.state_mode = stems, mod_hashjoin.c).  seq numbers the
+	 * SteM mode (eddy.state_mode = stems, mod_stems.c).  seq numbers the
 	 * source tuples read: the one read last is the driver, the newest
 	 * component of every tuple in flight; unbuilt says it is still to be
 	 * built into its relation's STAIRs (BuildFirst).
@@ -863,9 +863,9 @@ EddyTupleStoreForJoin(EddyState *es, int rel, EddyTuple *t, EddyTuple **view)
 	return stored;
 }
 
-/* mod_hashjoin.c: SteM mode */
+/* mod_stems.c: SteM mode */
 extern void EddyStemsInit(EddyState *es);
-extern void EddyStemsBuild(EddyState *es, EddyTuple *t);
+extern void EddyStateModeExplain(EddyState *es, ExplainState *xs);
 
 /* migrate.c */
 extern void EddyMigrationInit(EddyState *es);

@@ -310,15 +310,7 @@ EddyExplain(CustomScanState *node, List *ancestors, ExplainState *xs)
 		ExplainPropertyText("Source Schedule", buf.data, xs);
 	}
 
-	if (!es->chain && es->state_mode != EDDY_STATE_MODE_STAIRS)
-	{
-		if (es->stems)
-			ExplainPropertyText("State Mode", EddyStateModeName(es->state_mode), xs);
-		else
-			ExplainPropertyText("State Mode",
-								psprintf("stairs (stems not possible: %s)",
-										 es->stems_refused), xs);
-	}
+	EddyStateModeExplain(es, xs);	/* mod_stems.c */
 
 	/* VERBOSE: the planner's estimate of the join state (plan_join.c) */
 	if (xs->verbose && !es->chain && es->nstairs > 0)
