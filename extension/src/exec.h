@@ -523,10 +523,10 @@ struct EddyState
 	EddyTuple  *current;
 	bool		current_fresh;	/* read from a source, not yet routed */
 	bool		current_timed;
-	bool		current_started;	/* read_source began routing it */
+	bool		current_started;	/* EddyReadSource began routing it */
 	bool		drain_started;	/* an index join's fetch chain began routing
 								 * the tuple its frame returns (mod_indexjoin.c) */
-	bool		stasis_due;		/* read_source dropped a tuple: a point of
+	bool		stasis_due;		/* EddyReadSource dropped a tuple: a point of
 								 * stasis before reading on (migration) */
 	bool		check_end;		/* a source ran out: can the result grow
 								 * (EddyHashJoinsEnded)? */
@@ -635,10 +635,16 @@ struct EddyState
 extern void EddyExecInit(void);
 extern EddyFrame *EddyPushFrame(EddyState *es, EddyModule *m, int dir,
 								EddyTuple *probe);
+
+/* replay.c */
 extern void EddyReplay(EddyState *es, EddyTuple *t);
 extern uint64 *EddySelectionsAlone(EddyState *es);
+
+/* local.c */
 extern Node *EddyRewriteForSource(Node *expr, EddySource *src, List *tlist,
 								  bool heap);
+
+/* source.c */
 extern void EddySourceExhausted(EddyState *es, int i);
 extern TupleDesc EddySourceTupleDesc(EddyState *es, int i);
 
