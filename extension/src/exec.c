@@ -5,7 +5,7 @@
  *
  * An eddy has sources (the relations of its block: scanned by a child
  * plan, or reached through an index join) and modules (selections, hash
- * joins in STAIR or SteM mode, index joins: exec.h's vtable), described by
+ * joins in STAIR or SteM mode, index joins: module.h's vtable), described by
  * custom_private (private.h).  It reads tuples from its sources and routes
  * each through the modules by the router's table (routing.c): the tuple's
  * signature (sources spanned, modules done) selects the next module and
@@ -58,7 +58,7 @@
  * Nothing reads the transient arena across a point of stasis, and nothing
  * changes stored state wholesale anywhere else: the services (migration,
  * spilling, the parallel exchange) act only there, through the modules'
- * state interface (exec.h), never by testing what kind a module is.  A
+ * state interface (module.h), never by testing what kind a module is.  A
  * tuple visits each module at most once (its done bits), so routing ends.
  *
  * Where the rest of the loop lives.  source.c reads the sources (the

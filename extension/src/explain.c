@@ -359,7 +359,7 @@ EddyExplain(CustomScanState *node, List *ancestors, ExplainState *xs)
 	}
 	if (es->ended_loops > 0)
 	{
-		/* the result could not grow: the rest was not read (exec.c) */
+		/* the result could not grow: the rest was not read (source.c) */
 		EddyModule *m = es->modules[es->ended_by - 1];
 		int			rel = m->state->spec(m)->rel[es->ended_side];
 		const char *name = es->sources[rel].name;

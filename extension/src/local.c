@@ -24,10 +24,11 @@
  * filters there (begin_local_qual); else EddyReadSource (source.c) runs it
  * on the values the scan returned (EddyRouteLocally).  Either way counted,
  * timed and recorded as the main loop would.  An index-joined source has
- * the same at fetch time (mod_indexjoin.c, "Fetch chains"), with
- * predicates rewritten here (EddyRewriteForSource).
+ * the same at fetch time (mod_indexjoin.c, "Fetch chains").  Predicates
+ * are rewritten over a source's own tuple by EddyRewriteForSource
+ * (mod_selection.c).
  *
- * Only the filter capability of a module is used here (exec.h): its
+ * Only the filter capability of a module is used here (module.h): its
  * predicate, evaluated inline; and, for a scan's probe, the state
  * interface's probe_only and probe_misses.
  *
@@ -467,81 +468,6 @@ local_qual_eval(ExprState *state, ExprContext *econtext, bool *isnull)
 	lq->done = done;
 	lq->timed = timed;
 	return BoolGetDatum(true);
-}
-
-/*
- * Rewrite a predicate over the wide tuple into one over a source's own
- * tuple: its scan's (tlist: the scan's target list, whose Vars its columns
- * are) or its heap tuple's (heap: an index-joined source's columns are heap
- * attributes, src->attnos).  NULL where it cannot be: a column outside
- * the source's range, or computed by the scan (it would be computed twice),
- * or a system column of a heap tuple, or a subplan (its state belongs to
- * the eddy).
- */
-typedef struct SourceRewrite
-{
-	EddySource *src;
-	List	   *tlist;
-	bool		heap;
-	bool		ok;
-} SourceRewrite;
-
-static Node *
-source_rewrite_mutator(Node *node, SourceRewrite *cxt)
-{
-	if (node == NULL)
-		return NULL;
-	if (IsA(node, Var) && ((Var *) node)->varno == INDEX_VAR)
-	{
-		int			c = ((Var *) node)->varattno - 1 - cxt->src->first_col;
-		TargetEntry *tle;
-		Var		   *var;
-
-		if (cxt->heap)
-		{
-			if (c < 0 || c >= cxt->src->ncols || cxt->src->attnos[c] <= 0)
-			{
-				cxt->ok = false;
-				return node;
-			}
-			var = copyObject((Var *) node);
-			var->varno = 1;		/* any plain varno reads the scan tuple */
-			var->varattno = cxt->src->attnos[c];
-			return (Node *) var;
-		}
-		if (c < 0 || c >= list_length(cxt->tlist))
-		{
-			cxt->ok = false;
-			return node;
-		}
-		tle = list_nth_node(TargetEntry, cxt->tlist, c);
-		if (!IsA(tle->expr, Var))
-		{
-			cxt->ok = false;
-			return node;
-		}
-		return (Node *) copyObject(tle->expr);
-	}
-	if (IsA(node, SubPlan) || IsA(node, AlternativeSubPlan))
-	{
-		cxt->ok = false;
-		return node;
-	}
-	return expression_tree_mutator(node, source_rewrite_mutator, (void *) cxt);
-}
-
-Node *
-EddyRewriteForSource(Node *expr, EddySource *src, List *tlist, bool heap)
-{
-	SourceRewrite cxt;
-	Node	   *result;
-
-	cxt.src = src;
-	cxt.tlist = tlist;
-	cxt.heap = heap;
-	cxt.ok = true;
-	result = source_rewrite_mutator(expr, &cxt);
-	return cxt.ok ? result : NULL;
 }
 
 /* Put source i's local chain in its scan's qual, where it can be */

@@ -13,7 +13,7 @@
  * VLDB 2004): every pair of matching tuples is then produced exactly once,
  * by whichever of the two arrived second.  Its matches are pushed as a
  * frame for the eddy to drain (EddyPushFrame).  A STAIR keeps payloads
- * (exec.h): a fresh source row alone, or a stored eddy tuple.
+ * (tuple.h): a fresh source row alone, or a stored eddy tuple.
  *
  * Unique probes.  When side 1 - d is one relation, unique on the join keys
  * (plan_join.c), a tuple first probes: one that finds its match can find no
@@ -77,7 +77,7 @@ static const EddyModuleMethods hashjoin_methods = {
 	.explain = EddyHashJoinExplain,
 };
 
-/* Its state: the two STAIRs (exec.h, "The state interface") */
+/* Its state: the two STAIRs (module.h, "The state interface") */
 static const EddyStateMethods hashjoin_state = {
 	.nstores = 2,
 	.store = EddyHashJoinStore,
@@ -406,7 +406,7 @@ hashjoin_probe_only(EddyState *es, EddyModule *m, int dir)
  * keys (isnull), into this join make nothing and store nothing?  So when
  * it only probes (probe_only) and matches nothing in the other side's
  * STAIR: then it is counted here as hashjoin_route counts such a tuple,
- * and true is returned: the caller drops it (exec.c's local chain, in the
+ * and true is returned: the caller drops it (local.c's local chain, in the
  * source's scan).  False when it might make or store something: nothing
  * is counted, and the tuple is routed (and probes again).
  */
@@ -436,7 +436,7 @@ hashjoin_probe_misses(EddyState *es, EddyModule *m, int dir, Datum *keys,
 
 /*
  * Can the eddy make no more results, whatever its sources still hold?  Asked
- * (exec.c, result_ended) at a point of stasis after a source ran out: so
+ * (source.c, result_ended) at a point of stasis after a source ran out: so
  * when this join has a side whose scanned sources are all exhausted and
  * whose STAIR is empty, as a static hash join ends when one input ended
  * empty.  Returns that side (and sets *side), or -1.
@@ -485,7 +485,7 @@ EddyHashJoinEnded(EddyState *es, EddyModule *m, int *side)
 }
 
 /*
- * The state interface's readers (exec.h): the join's ends and its
+ * The state interface's readers (module.h): the join's ends and its
  * STAIRs, and their counters.
  */
 EddyJoinSpec *

@@ -16,7 +16,7 @@
 #ifndef EDDY_MOD_HASHJOIN_H
 #define EDDY_MOD_HASHJOIN_H
 
-#include "exec.h"
+#include "module.h"
 
 typedef struct EddyHashJoin
 {
@@ -86,7 +86,7 @@ extern void EddyHashJoinExplain(EddyState *es, EddyModule *m, List *context,
 								bool useprefix, ExplainState *xs);
 extern void EddyHashJoinClear(EddyState *es, EddyModule *m);
 
-/* ... and state operations (exec.h, "The state interface") */
+/* ... and state operations (module.h, "The state interface") */
 extern Stair *EddyHashJoinStore(EddyModule *m, int s);
 extern EddyJoinSpec *EddyHashJoinEnds(EddyModule *m);
 extern int	EddyHashJoinSigs(EddyModule *m, int side, EddySigCount **sigs);

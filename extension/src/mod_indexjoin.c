@@ -60,7 +60,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "exec.h"
+#include "module.h"
 
 #include "access/genam.h"
 #include "access/relscan.h"

@@ -55,7 +55,7 @@
  * mode.  The two modes share the hashing, the insertion, EXPLAIN and the
  * state interface's readers through mod_hashjoin.c's functions.  The
  * state mode's demands on the loop and the services are set on the node
- * (exec.h): the BuildFirst callback, rows stamped with their arrival, and
+ * (node.h): the BuildFirst callback, rows stamped with their arrival, and
  * why the state neither migrates nor spills.
  *
  *-------------------------------------------------------------------------

@@ -9,7 +9,7 @@
  * the current routing (EddyReplay), at a point of stasis.  What they
  * route again must not count as the eddy's own routing: the modules'
  * statistics, their stores' counters (through the state interface,
- * exec.h) and the router's history of first choices are saved before
+ * module.h) and the router's history of first choices are saved before
  * (EddySaveCounters) and restored after (EddyRestoreCounters).  A row's
  * done bits of the selections over its relation alone
  * (EddySelectionsAlone) are kept by the replay.

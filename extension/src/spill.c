@@ -154,8 +154,9 @@ struct EddySpill
 	uint64		rows;
 	uint64		bytes;
 	int			joined;			/* batches joined (the others were empty) */
-	int			over;			/* ... whose state outgrew the limit */
-	bool		over_now;
+	int			over;			/* ... whose state outgrew the limit (the
+								 * batch being joined: es->spill_over_now,
+								 * set by EddyCheckMemory, tuple.c) */
 };
 
 /* ----------------------------------------------------------------
@@ -170,6 +171,7 @@ EddySpillInit(EddyState *es)
 	int			i;
 
 	es->spill = NULL;
+	es->spill_over_now = false;
 	es->spill_wanted = false;
 	es->over_limit = false;
 	es->can_spill = false;
@@ -681,6 +683,7 @@ EddySpillStart(EddyState *es)
 	MemoryContextSwitchTo(old);
 
 	es->spill = sp;
+	es->spill_over_now = false;
 	write_state(es, xonly);
 	write_unread(es);
 	free_state(es);
@@ -751,10 +754,10 @@ EddySpillNextBatch(EddyState *es)
 	if (sp->batch >= 0)
 	{
 		free_state(es);
-		if (sp->over_now)
+		if (es->spill_over_now)
 			sp->over++;
 	}
-	sp->over_now = false;
+	es->spill_over_now = false;
 	for (;;)
 	{
 		bool		empty = false;
@@ -851,7 +854,7 @@ EddySpillNextBatch(EddyState *es)
 	return true;
 }
 
-/* Source i's next unread row of this batch (exec.c), or NULL */
+/* Source i's next unread row of this batch (source.c), or NULL */
 TupleTableSlot *
 EddySpillRead(EddyState *es, int i)
 {
@@ -874,20 +877,13 @@ EddySpillRead(EddyState *es, int i)
 	return ss->slot;
 }
 
-/* The state outgrew the limit while spilled (tuple.c) */
-void
-EddySpillOver(EddyState *es)
-{
-	es->spill->over_now = true;
-}
-
 /* Add a spill's counters to the scan's totals */
 static void
-add_totals(EddySpillTotals *tot, EddySpill *sp)
+add_totals(EddySpillTotals *tot, EddySpill *sp, bool over_now)
 {
 	tot->spills++;
 	tot->batches += sp->joined;
-	tot->over += sp->over + (sp->over_now ? 1 : 0);
+	tot->over += sp->over + (over_now ? 1 : 0);
 	tot->rows += sp->rows;
 	tot->state_rows += sp->state_rows;
 	tot->bytes += sp->bytes;
@@ -930,7 +926,7 @@ EddySpillEnd(EddyState *es, bool rescan)
 	es->schedule = sp->schedule;
 	es->delayed = sp->delayed;
 	es->migrating = sp->migrating;
-	add_totals(&es->spill_totals, sp);
+	add_totals(&es->spill_totals, sp, es->spill_over_now);
 	MemoryContextDelete(sp->cxt);
 	pfree(sp);
 	es->spill = NULL;
@@ -942,7 +938,7 @@ EddySpillTotalsNow(EddyState *es, EddySpillTotals *tot)
 {
 	*tot = es->spill_totals;
 	if (es->spill != NULL)
-		add_totals(tot, es->spill);
+		add_totals(tot, es->spill, es->spill_over_now);
 }
 
 /* EXPLAIN ANALYZE: the spill, if the eddy spilled (explain.c) */
