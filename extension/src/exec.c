@@ -64,10 +64,11 @@
  * Where the rest of the loop lives.  source.c reads the sources (the
  * schedule, peeking, the exchange hand-off, the routing hold, spilled
  * batches).  local.c has the chains of selections that run on a source's
- * own tuple: the one-source eddy of filters only (the chain case: READ
- * walks the chain inline, with no eddy tuple and no copy, EddyReadChain)
- * and the local chains of an eddy of several sources, in the scan's qual
- * or on the values it returned.  replay.c routes stored rows again for
+ * own tuple: the one-source eddy of filters only (the chain case, whose
+ * READ walks the chain inline, with no eddy tuple and no copy: its
+ * ExecProcNode is local.c's EddyExecChain instead of eddy_exec_node), and
+ * the local chains of an eddy of several sources, in the scan's qual or
+ * on the values it returned.  replay.c routes stored rows again for
  * the services, with the counters saved and restored around it.  All of
  * them share loop.h; the services and modules below them never include
  * it, and reach the loop only through EddyPushFrame, EddyReplay, the
@@ -471,8 +472,12 @@ eddy_begin(CustomScanState *node, EState *estate, int eflags)
 	es->until_sample = 1;		/* time the first tuple */
 	es->state = EDDY_STATE_READ;
 
-	/* skip ExecCustomScan's trampoline: ExecInitNode installs this one */
-	node->ss.ps.ExecProcNode = eddy_exec_node;
+	/*
+	 * Skip ExecCustomScan's trampoline: ExecInitNode installs this one.  The
+	 * chain case has its own, which reads and filters in one call a tuple
+	 * (local.c).
+	 */
+	node->ss.ps.ExecProcNode = es->chain ? EddyExecChain : eddy_exec_node;
 }
 
 /* ----------------------------------------------------------------
@@ -589,16 +594,7 @@ eddy_exec_node(PlanState *pstate)
 {
 	EddyState  *es = (EddyState *) pstate;
 
-	/* the One-Time Filter, first in each scan: when it fails, read nothing */
-	if (unlikely(es->one_time_qual != NULL) && !es->one_time_checked)
-	{
-		ExprContext *econtext = es->css.ss.ps.ps_ExprContext;
-
-		es->one_time_checked = true;
-		ResetExprContext(econtext);
-		if (!ExecQual(es->one_time_qual, econtext))
-			es->state = EDDY_STATE_DONE;
-	}
+	EddyCheckOneTimeFilter(es);
 
 	/*
 	 * The states are laid out in the order a source tuple goes through them,
@@ -628,14 +624,7 @@ eddy_exec_node(PlanState *pstate)
 				{
 					EddyTuple  *t;
 
-					if (es->chain)
-					{
-						TupleTableSlot *slot = EddyReadChain(es);
-
-						if (slot == NULL)
-							es->state = EDDY_STATE_DONE;
-						return slot;
-					}
+					Assert(!es->chain); /* EddyExecChain reads it */
 					t = EddyReadSource(es);
 					if (t == NULL && es->stasis_due)
 					{
@@ -714,7 +703,8 @@ eddy_exec_node(PlanState *pstate)
 static TupleTableSlot *
 eddy_exec(CustomScanState *node)
 {
-	return eddy_exec_node(&node->ss.ps);
+	return node->ss.ps.ExecProcNode == EddyExecChain ?
+		EddyExecChain(&node->ss.ps) : eddy_exec_node(&node->ss.ps);
 }
 
 /* ----------------------------------------------------------------

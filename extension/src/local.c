@@ -7,7 +7,7 @@
  * The chain case.  A one-source eddy whose modules are all filters (a
  * selection eddy): every tuple of an epoch follows a prefix of one chain
  * of modules (routing.c), so the loop's READ walks the chain inline on the
- * tuple its source returned (EddyReadChain), with no copy and no
+ * tuple its source returned (EddyExecChain), with no copy and no
  * projection: custom_scan_tlist is the source's target list, and the
  * node's scan slot type is declared to be the source's before any
  * expression is compiled (exec.c).  The filters' columns are deformed once
@@ -92,8 +92,8 @@ walk_chain(EddyRouter *router, ExprContext *econtext, bool timed)
  * The chain case of EDDY_STATE_READ: read source tuples until one passes
  * every filter, and return its projection; NULL at the end of the source.
  */
-TupleTableSlot *
-EddyReadChain(EddyState *es)
+static pg_attribute_always_inline TupleTableSlot *
+read_chain(EddyState *es)
 {
 	ExprContext *econtext = es->css.ss.ps.ps_ExprContext;
 	PlanState  *source = es->sources[0].plan;
@@ -134,6 +134,29 @@ EddyReadChain(EddyState *es)
 			return ExecProject(es->css.ss.ps.ps_ProjInfo);
 		return slot;
 	}
+}
+
+/*
+ * The chain case's ExecProcNode (installed by exec.c's eddy_begin instead
+ * of the state machine, whose states it needs but READ and DONE): the
+ * One-Time Filter, then the next tuple that passes the chain.  One call a
+ * tuple, as the main loop costs one turn a tuple.
+ */
+TupleTableSlot *
+EddyExecChain(PlanState *pstate)
+{
+	EddyState  *es = (EddyState *) pstate;
+	TupleTableSlot *slot;
+
+	EddyCheckOneTimeFilter(es);
+	if (es->state == EDDY_STATE_DONE)
+		return NULL;
+	Assert(es->chain && es->state == EDDY_STATE_READ);
+	CHECK_FOR_INTERRUPTS();
+	slot = read_chain(es);
+	if (slot == NULL)
+		es->state = EDDY_STATE_DONE;
+	return slot;
 }
 
 /* ----------------------------------------------------------------

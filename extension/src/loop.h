@@ -50,12 +50,30 @@ typedef struct EddyLocalQual
 	AttrNumber	fetch_attno;
 } EddyLocalQual;
 
+/*
+ * The One-Time Filter, first in each scan: when it fails, read nothing
+ * (the state becomes DONE)
+ */
+static inline void
+EddyCheckOneTimeFilter(EddyState *es)
+{
+	if (unlikely(es->one_time_qual != NULL) && !es->one_time_checked)
+	{
+		ExprContext *econtext = es->css.ss.ps.ps_ExprContext;
+
+		es->one_time_checked = true;
+		ResetExprContext(econtext);
+		if (!ExecQual(es->one_time_qual, econtext))
+			es->state = EDDY_STATE_DONE;
+	}
+}
+
 /* source.c */
 extern EddyTuple *EddyReadSource(EddyState *es);
 
 /* local.c */
 extern void EddyLocalChainsBegin(EddyState *es);
-extern TupleTableSlot *EddyReadChain(EddyState *es);
+extern TupleTableSlot *EddyExecChain(PlanState *pstate);
 extern void EddyLocalChainCompute(EddyState *es, int i, EddySource *src);
 extern bool EddyRouteLocally(EddyState *es, int i, EddySource *src,
 							 TupleTableSlot *slot, uint64 *done);
