@@ -65,7 +65,7 @@ explain_cumulative(EddyState *es, EddyModule *m, ExplainState *xs)
 	StringInfoData buf;
 	int			d;
 
-	if (es->router.policy != EDDY_POLICY_CUMULATIVE || m->filter != NULL)
+	if (es->router.policy != EDDY_POLICY_CUMULATIVE || !m->methods->joins)
 		return;
 	initStringInfo(&buf);
 	for (d = 0; d < m->ndirs; d++)
@@ -95,7 +95,7 @@ EddyExplainCounters(EddyState *es, EddyModule *m, int dir, ExplainState *xs)
 	double		cost_ns = 0;
 	double		ratio;
 	double		cost_us;
-	const char *ratio_name = m->filter != NULL ? "Selectivity" : "Fan-out";
+	const char *ratio_name = m->methods->joins ? "Fan-out" : "Selectivity";
 	int			d;
 
 	if (!xs->analyze || es->css.ss.ps.instrument == NULL)
@@ -310,15 +310,7 @@ EddyExplain(CustomScanState *node, List *ancestors, ExplainState *xs)
 		ExplainPropertyText("Source Schedule", buf.data, xs);
 	}
 
-	if (!es->chain && es->state_mode != EDDY_STATE_MODE_STAIRS)
-	{
-		if (es->stems)
-			ExplainPropertyText("State Mode", EddyStateModeName(es->state_mode), xs);
-		else
-			ExplainPropertyText("State Mode",
-								psprintf("stairs (stems not possible: %s)",
-										 es->stems_refused), xs);
-	}
+	EddyStateModeExplain(es, xs);	/* mod_stems.c */
 
 	/* VERBOSE: the planner's estimate of the join state (plan_join.c) */
 	if (xs->verbose && !es->chain && es->nstairs > 0)
@@ -367,9 +359,9 @@ EddyExplain(CustomScanState *node, List *ancestors, ExplainState *xs)
 	}
 	if (es->ended_loops > 0)
 	{
-		/* the result could not grow: the rest was not read (exec.c) */
+		/* the result could not grow: the rest was not read (source.c) */
 		EddyModule *m = es->modules[es->ended_by - 1];
-		int			rel = EddyHashJoinSpec(m)->rel[es->ended_side];
+		int			rel = m->state->spec(m)->rel[es->ended_side];
 		const char *name = es->sources[rel].name;
 		StringInfoData buf;
 

@@ -297,14 +297,14 @@ EddyMigrationInit(EddyState *es)
 
 	for (i = 0; i < es->nmodules; i++)
 	{
-		if (es->modules[i]->filter != NULL)
+		if (!es->modules[i]->methods->joins)
 			continue;
 		njoins++;
-		if (EddyModuleIsHashJoin(es->modules[i]))
+		if (es->modules[i]->state != NULL)
 			nhash++;
 	}
-	if (es->stems)
-		mgr->why_not = "SteM mode stores base tuples only";
+	if (es->migrate_refused != NULL)
+		mgr->why_not = es->migrate_refused;	/* the state mode's */
 	else if (njoins < 2)
 		mgr->why_not = "one join";
 	else if (nhash == 0)
@@ -321,16 +321,17 @@ EddyMigrationInit(EddyState *es)
 		EddyJoinSpec *spec;
 		int			s;
 
-		if (m->filter != NULL || !EddyModuleIsHashJoin(m))
+		if (m->state == NULL)
 			continue;
-		spec = EddyHashJoinSpec(m);
+		spec = m->state->spec(m);
+		Assert(m->state->nstores == 2);
 		for (s = 0; s < 2; s++)
 		{
 			EddyMigrationSide *sd = &mgr->sides[mgr->nsides++];
 
 			sd->join = m;
 			sd->side = s;
-			sd->stair = EddyHashJoinStair(m, s);
+			sd->stair = m->state->store(m, s);
 			sd->alone = 1u << spec->rel[s];
 			sd->probers = spec->side[1 - s] & es->scanned;
 			sd->stored.cxt = CurrentMemoryContext;
@@ -425,12 +426,12 @@ expected_spans(EddyState *es)
 		tg = &es->targets[target];
 		m = es->modules[tg->module];
 		bit = UINT64CONST(1) << tg->module;
-		if (m->filter != NULL)
+		if (!m->methods->joins)
 		{
 			sig_add(work, sig.spans, sig.done | bit, &overflow);
 			continue;
 		}
-		if (!EddyModuleIsHashJoin(m))
+		if (m->state == NULL)
 		{
 			sig_add(work, sig.spans | (1u << tg->far_rel), sig.done | bit, &overflow);
 			continue;
@@ -487,7 +488,7 @@ misplaced(EddyState *es, uint64 *total, double *benefit)
 	{
 		EddyMigrationSide *sd = &mgr->sides[k];
 		EddySigCount *sigs;
-		int			n = EddyHashJoinSigs(sd->join, sd->side, &sigs);
+		int			n = sd->join->state->sigs(sd->join, sd->side, &sigs);
 		uint64		here = 0;
 		uint64		all = 0;
 		/* (a rescan may have reset the counters) */
@@ -602,7 +603,7 @@ static uint64
 count_alone(EddyMigrationSide *sd)
 {
 	EddySigCount *sigs;
-	int			n = EddyHashJoinSigs(sd->join, sd->side, &sigs);
+	int			n = sd->join->state->sigs(sd->join, sd->side, &sigs);
 	int			j;
 
 	for (j = 0; j < n; j++)
@@ -625,7 +626,7 @@ check_state(EddyState *es)
 	for (k = 0; k < mgr->nsides; k++)
 	{
 		EddyMigrationSide *sd = &mgr->sides[k];
-		EddyJoinSpec *spec = EddyHashJoinSpec(sd->join);
+		EddyJoinSpec *spec = sd->join->state->spec(sd->join);
 		uint32		side_rels = spec->side[sd->side];
 		int			rel = spec->rel[sd->side];
 		HASHCTL		ctl;
@@ -780,7 +781,7 @@ migrate(EddyState *es, bool forced)
 		}
 		st->complete = true;
 		if (sd->side == 1)
-			EddyHashJoinForgetSigs(sd->join);
+			sd->join->state->forget_sigs(sd->join);
 	}
 
 	/* the replay reuses the entries taken, prefetching (StairEntryPool) */

@@ -3,13 +3,17 @@
  * mod_hashjoin.c
  *	  The symmetric hash join module: two dual STAIRs.
  *
- * STAIR mode (the default).  A tuple routed to the join in direction d (it
+ * This file is STAIR mode, the default, and what both modes share
+ * (mod_hashjoin.h); SteM mode, the same struct with other methods, is
+ * mod_stems.c.
+ *
+ * STAIR mode.  A tuple routed to the join in direction d (it
  * spans end d's relation and nothing of the other side) is inserted into
  * side d's STAIR and probes side 1 - d's (the Dual Routing Property of
  * VLDB 2004): every pair of matching tuples is then produced exactly once,
- * by whichever of the two arrived second.  Its matches are pushed as a frame for the eddy to drain
- * (EddyPushFrame).  A STAIR keeps payloads (exec.h): a fresh source row
- * alone, or a stored eddy tuple.
+ * by whichever of the two arrived second.  Its matches are pushed as a
+ * frame for the eddy to drain (EddyPushFrame).  A STAIR keeps payloads
+ * (tuple.h): a fresh source row alone, or a stored eddy tuple.
  *
  * Unique probes.  When side 1 - d is one relation, unique on the join keys
  * (plan_join.c), a tuple first probes: one that finds its match can find no
@@ -36,50 +40,6 @@
  * (the sources they span): what migration compares with the routing, and
  * what lets its replay skip probes that can only make complete results.
  *
- * SteM mode (eddy.state_mode = stems; Raman, Deshpande & Hellerstein, ICDE
- * 2003).  A STAIR then holds base tuples of its end's relation only, as a
- * SteM does, and an intermediate result is never stored: it is made again
- * from the stored base tuples each time a new tuple needs it.  The routing
- * constraints of the SteMs paper (section 3.1) that keep every result
- * exactly once, and how this executor meets them:
- *
- *	 BuildFirst		a source tuple (the driver) is built into every STAIR of
- *					its relation before it probes anything: exec.c calls
- *					EddyStemsBuild when the driver first goes to a join (after
- *					any selections on its relation alone, whose done bits the
- *					stored tuple keeps; a tuple they drop is never built).
- *	 BounceBack		a join never stores a probe tuple and never hands it
- *					back: it probes the other side's STAIR and its matches go
- *					on (the eddy's frames).
- *	 TimeStamp		every source tuple read gets the next arrival number
- *					(es->seq), and a stored row carries its own (row_seq); a
- *					probe matches only stored rows older than the driver, the
- *					newest component of the tuple probing.  Every tuple in
- *					flight is made from the driver read last (nothing
- *					intermediate is stored, and the eddy drains its matches
- *					to a point of stasis before it reads again), so the
- *					driver's number is es->seq.  Each result is made once, by
- *					its last-arriving scanned component probing the STAIRs of
- *					the others.  With one driver in flight the only stored row
- *					not older than it is the driver itself, which no tuple in
- *					flight can probe (they all span its relation): the check
- *					is what makes the rule hold, and it is cheap, but today it
- *					never rejects a match.
- *	 BoundedRepetition  a tuple visits each module once (its done bits).
- *
- * The rule above on what can still be probed holds as it is: side d's
- * STAIR is probed by tuples spanning side 1 - d only, whose drivers are
- * side 1 - d's sources, so a base tuple is not built into it once those
- * are exhausted.  Against a unique side 1 - d, a base tuple whose one
- * partner is already stored is not built either: no later row of that
- * relation can match it.  The relation reached through an index join has
- * no arrivals of its own (its rows come only with the tuple that fetched
- * them; the SteMs paper needs a SteM caching index lookups and bouncing
- * probes back there, section 3.3), so an eddy with a hash join at the end
- * of such a relation keeps STAIRs, and EXPLAIN says why; index joins
- * themselves are the same in both modes.  State migration has nothing to
- * move in SteM mode (migrate.c).
- *
  * Hash slots.  The sides of hash joins that hash the same columns of the
  * same relation with the same functions and collations compute the same
  * hash value: in a star, every join of the centre hashes its key column.
@@ -93,45 +53,43 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "exec.h"
+#include "mod_hashjoin.h"
 
 #include "port/pg_bitutils.h"
 #include "utils/lsyscache.h"
 #include "utils/ruleutils.h"
 
-typedef struct EddyHashJoin
-{
-	EddyModule	module;			/* must be first */
-	EddyJoinSpec ends;
-	Stair	   *stair[2];		/* per side: its tuples, by its keys */
-	int			hslot[2];		/* the end's row hash slot of the keys, or -1 */
-	uint32		probers[2];		/* scanned sources whose tuples may probe
-								 * side d's STAIR: those of side 1 - d */
-
-	/* while the eddy may migrate: per side, its entries by signature */
-	EddySigCount *sigs[2];
-	int			nsigs[2];
-	int			maxsigs[2];
-	int			lastsig[2];		/* the index note_sig matched last */
-} EddyHashJoin;
-
 static EddyTuple *hashjoin_route(EddyState *es, EddyModule *m, int dir,
 								 EddyTuple *t);
-static EddyTuple *stems_route(EddyState *es, EddyHashJoin *hj, int dir,
-							  EddyTuple *t, Datum *keys);
 static EddyTuple *hashjoin_next(EddyState *es, EddyFrame *f);
 static void hashjoin_rescan(EddyState *es, EddyModule *m);
-static void hashjoin_end(EddyState *es, EddyModule *m);
-static void hashjoin_explain(EddyState *es, EddyModule *m, List *context,
-							 bool useprefix, ExplainState *xs);
+static bool hashjoin_probe_only(EddyState *es, EddyModule *m, int dir);
+static bool hashjoin_probe_misses(EddyState *es, EddyModule *m, int dir,
+								  Datum *keys, bool *isnull);
 
 static const EddyModuleMethods hashjoin_methods = {
 	.label = "Hash Join",
+	.joins = true,
 	.route = hashjoin_route,
 	.next = hashjoin_next,
 	.rescan = hashjoin_rescan,
-	.end = hashjoin_end,
-	.explain = hashjoin_explain,
+	.end = EddyHashJoinEnd,
+	.explain = EddyHashJoinExplain,
+};
+
+/* Its state: the two STAIRs (module.h, "The state interface") */
+static const EddyStateMethods hashjoin_state = {
+	.nstores = 2,
+	.store = EddyHashJoinStore,
+	.spec = EddyHashJoinEnds,
+	.clear = EddyHashJoinClear,
+	.sigs = EddyHashJoinSigs,
+	.forget_sigs = EddyHashJoinForgetSigs,
+	.save_counters = EddyHashJoinSaveCounters,
+	.restore_counters = EddyHashJoinRestoreCounters,
+	.ended = EddyHashJoinEnded,
+	.probe_only = hashjoin_probe_only,
+	.probe_misses = hashjoin_probe_misses,
 };
 
 /*
@@ -201,6 +159,7 @@ EddyHashJoinBegin(EddyState *es, List *desc, int index)
 	int			s;
 
 	m->methods = &hashjoin_methods;
+	m->state = &hashjoin_state;
 	m->index = index;
 	m->expr = list_nth(cscan->custom_exprs, intVal(list_nth(desc, EddyJoinCondition)));
 	EddyJoinSpecInit(es, &hj->ends, desc);
@@ -220,45 +179,6 @@ EddyHashJoinBegin(EddyState *es, List *desc, int index)
 		init_hash_slot(es, hj, s);
 	es->nstairs += 2;
 	return m;
-}
-
-/*
- * The hash of t's side `side` keys, computed once per row slot; when it is
- * computed, the first STAIR slot each probe of that hash will read is
- * prefetched, in every STAIR the row slot probes.
- */
-static inline uint32
-join_hash(EddyState *es, EddyHashJoin *hj, int side, EddyTuple *t, Datum *keys)
-{
-	int			slot = hj->hslot[side];
-	EddyRow    *row;
-	uint32		hash;
-
-	if (slot < 0)
-	{
-		StairKeysHash(&hj->ends.keys, side, keys, NULL, &hash);
-		return hash;
-	}
-	row = t->rows[hj->ends.rel[side]];
-	if (row->hvalid & (1u << slot))
-		return row->hash[slot];
-	StairKeysHash(&hj->ends.keys, side, keys, NULL, &hash);
-	row->hash[slot] = hash;
-	row->hvalid |= 1u << slot;
-	{
-		EddySource *src = &es->sources[hj->ends.rel[side]];
-		int			n = src->nslot_stairs[slot];
-
-		if (n > 1)
-		{
-			Stair	  **stairs = src->slot_stairs[slot];
-			int			i;
-
-			for (i = 0; i < n; i++)
-				StairPrefetch(stairs[i], hash);
-		}
-	}
-	return hash;
 }
 
 /*
@@ -352,197 +272,19 @@ stair_insert(EddyState *es, EddyHashJoin *hj, int dir, uint32 hash, Datum *keys,
 		EddyCheckMemory(es);
 }
 
-/* ----------------------------------------------------------------
- *		SteM mode
- * ----------------------------------------------------------------
- */
-
-/*
- * Decide the state mode when the node starts: SteM mode when asked for and
- * every hash join's two ends are scanned (see the header), and then list,
- * per source, the hash join sides its rows build into.
- */
+/* Insert into side dir's STAIR, for SteM mode's BuildFirst (mod_stems.c) */
 void
-EddyStemsInit(EddyState *es)
+EddyHashJoinInsert(EddyState *es, EddyHashJoin *hj, int dir, uint32 hash,
+				   Datum *keys, void *payload)
 {
-	int			i;
-	int			s;
-
-	es->state_mode = (EddyStateMode) eddy_state_mode;
-	es->stems = false;
-	es->stems_refused = NULL;
-	es->seq = 0;
-	es->unbuilt = false;
-	if (es->chain || es->state_mode != EDDY_STATE_MODE_STEMS)
-		return;
-	if (es->exchange)
-	{
-		es->stems_refused = "a parallel eddy that exchanges its state keeps STAIRs";
-		return;
-	}
-	for (i = 0; i < es->nmodules; i++)
-	{
-		EddyHashJoin *hj = (EddyHashJoin *) es->modules[i];
-
-		if (hj->module.methods != &hashjoin_methods)
-			continue;
-		for (s = 0; s < 2; s++)
-		{
-			EddySource *src = &es->sources[hj->ends.rel[s]];
-
-			if (src->method != EDDY_SOURCE_SCAN)
-			{
-				es->stems_refused =
-					psprintf("%s, reached through an index join, is an end of hash join %d",
-							 get_rel_name(src->heapoid), i + 1);
-				return;
-			}
-		}
-	}
-	es->stems = true;
-	for (i = 0; i < es->nmodules; i++)
-	{
-		EddyHashJoin *hj = (EddyHashJoin *) es->modules[i];
-
-		if (hj->module.methods != &hashjoin_methods)
-			continue;
-		for (s = 0; s < 2; s++)
-		{
-			EddySource *src = &es->sources[hj->ends.rel[s]];
-
-			if (src->build_join == NULL)
-			{
-				src->build_join = palloc(sizeof(EddyModule *) * 2 * es->nmodules);
-				src->build_side = palloc(sizeof(int) * 2 * es->nmodules);
-			}
-			src->build_join[src->nbuild] = &hj->module;
-			src->build_side[src->nbuild] = s;
-			src->nbuild++;
-			/* a SteM never holds the tuples routed to it */
-			hj->stair[s]->complete = false;
-		}
-	}
+	stair_insert(es, hj, dir, hash, keys, payload);
 }
 
-/*
- * BuildFirst: the driver t, a row of one scanned source alone (with its
- * own selections done, if any), is built into every STAIR of its relation
- * before it probes anything, except where no future tuple can match it:
- * every source that may probe the STAIR is exhausted, or the other side is
- * unique and already holds t's one partner (both counted as Skipped; a
- * NULL key is not counted, it never matches).  The stored payload is
- * shared by all the relation's STAIRs.
- */
-void
-EddyStemsBuild(EddyState *es, EddyTuple *t)
+/* m as a hash join in STAIR mode, or NULL (for EddyStemsInit, mod_stems.c) */
+EddyHashJoin *
+EddyHashJoinOf(EddyModule *m)
 {
-	int			rel = pg_rightmost_one_pos32(t->spans);
-	EddySource *src = &es->sources[rel];
-	void	   *payload = NULL;
-	EddyTuple  *view = NULL;
-	int			b;
-
-	Assert(es->stems && t->spans == (1u << rel));
-	for (b = 0; b < src->nbuild; b++)
-	{
-		EddyHashJoin *hj = (EddyHashJoin *) src->build_join[b];
-		int			side = src->build_side[b];
-		EddyJoinSpec *ends = &hj->ends;
-		Stair	   *stair = hj->stair[side];
-		Datum	   *keys;
-		uint32		hash;
-
-		keys = EddyArenaAlloc(&es->transient, sizeof(Datum) * Max(ends->nkeys, 1));
-		if (!EddyJoinKeys(es, ends, side, t, keys, &es->transient))
-			continue;			/* a NULL key matches nothing */
-		if ((hj->probers[side] & ~es->exhausted) == 0)
-		{
-			stair->skipped++;
-			continue;
-		}
-		hash = join_hash(es, hj, side, t, keys);
-		if (ends->unique[1 - side] && hj->stair[1 - side]->nentries > 0 &&
-			StairContains(hj->stair[1 - side], hash, keys))
-		{
-			stair->skipped++;
-			continue;
-		}
-		if (payload == NULL)
-			payload = EddyTupleStoreForJoin(es, rel, t, &view);
-		/* by-reference keys must point into the stored row */
-		if (!ends->byvalkeys[side] &&
-			!EddyJoinKeys(es, ends, side, view, keys, &es->stored))
-			continue;
-		stair_insert(es, hj, side, hash, keys, payload);
-	}
-}
-
-/*
- * TimeStamp: is the stored base tuple `payload`, of end `side`'s relation,
- * older than the driver?
- */
-static inline bool
-stems_older(EddyState *es, EddyHashJoin *hj, int side, void *payload)
-{
-	EddyRow    *row;
-
-	if (EddyPayloadIsRow(payload))
-		row = EddyPayloadRow(payload);
-	else
-		row = ((EddyTuple *) payload)->rows[hj->ends.rel[side]];
-	Assert(row->in_state);
-	return row_seq(row) < es->seq;
-}
-
-/* The next match of a SteM probe that is older than the driver, or NULL */
-static inline void *
-stems_probe_next(EddyState *es, EddyHashJoin *hj, int side, StairProbe *sp)
-{
-	void	   *u;
-
-	while ((u = StairProbeNext(sp)) != NULL)
-	{
-		if (likely(stems_older(es, hj, side, u)))
-			return u;
-		sp->stair->matched--;	/* not a match under TimeStamp */
-	}
-	return NULL;
-}
-
-/*
- * Route t into the join in direction dir in SteM mode: t is never stored
- * (a base tuple was built when it arrived); it probes the other side's
- * STAIR, base tuples of the other end, and matches those older than the
- * driver.
- */
-static EddyTuple *
-stems_route(EddyState *es, EddyHashJoin *hj, int dir, EddyTuple *t, Datum *keys)
-{
-	EddyModule *m = &hj->module;
-	EddyJoinSpec *ends = &hj->ends;
-	Stair	   *other = hj->stair[1 - dir];
-	EddyFrame  *f;
-	uint32		hash;
-
-	if (other->nentries == 0 ||
-		!EddyJoinKeys(es, ends, dir, t, keys, &es->transient))
-		return NULL;
-	hash = join_hash(es, hj, dir, t, keys);
-	if (ends->unique[1 - dir])
-	{
-		StairProbe	sp;
-		void	   *u;
-
-		StairProbeBegin(&sp, other, hash, keys);
-		u = stems_probe_next(es, hj, 1 - dir, &sp);
-		if (u == NULL)
-			return NULL;
-		m->stats[dir].out++;
-		return EddyTupleJoin(es, m, t, ends->rel[1 - dir], u);
-	}
-	f = EddyPushFrame(es, m, dir, t);
-	StairProbeBegin(&f->sp, other, hash, keys);
-	return NULL;
+	return m->methods == &hashjoin_methods ? (EddyHashJoin *) m : NULL;
 }
 
 /*
@@ -565,9 +307,6 @@ hashjoin_route(EddyState *es, EddyModule *m, int dir, EddyTuple *t)
 	/* pairs examined, for the cumulative policy's selectivity */
 	m->stats[dir].pairs += (double) other->nentries;
 
-	if (es->stems)
-		return stems_route(es, hj, dir, t, keys);
-
 	/* can a future tuple still probe this side's STAIR? */
 	if (unlikely((hj->probers[dir] & ~es->exhausted) == 0))
 	{
@@ -578,7 +317,7 @@ hashjoin_route(EddyState *es, EddyModule *m, int dir, EddyTuple *t)
 			return NULL;
 		if (unlikely(es->replaying) && replay_probe_useless(es, hj, dir, t))
 			return NULL;
-		hash = join_hash(es, hj, dir, t, keys);
+		hash = EddyHashJoinHash(es, hj, dir, t, keys);
 		if (ends->unique[1 - dir])
 		{
 			StairProbe	sp;
@@ -600,7 +339,7 @@ hashjoin_route(EddyState *es, EddyModule *m, int dir, EddyTuple *t)
 	{
 		if (!EddyJoinKeys(es, ends, dir, t, keys, &es->transient))
 			return NULL;		/* a NULL key matches nothing */
-		hash = join_hash(es, hj, dir, t, keys);
+		hash = EddyHashJoinHash(es, hj, dir, t, keys);
 		if (other->nentries > 0)
 		{
 			StairProbe	sp;
@@ -634,7 +373,7 @@ hashjoin_route(EddyState *es, EddyModule *m, int dir, EddyTuple *t)
 	payload = EddyTupleStoreForJoin(es, ends->rel[dir], t, &probe);
 	if (!EddyJoinKeys(es, ends, dir, probe, keys, &es->stored))
 		return NULL;
-	hash = join_hash(es, hj, dir, probe, keys);
+	hash = EddyHashJoinHash(es, hj, dir, probe, keys);
 	stair_insert(es, hj, dir, hash, keys, payload);
 	if (other->nentries == 0)
 		return NULL;			/* nothing to match yet */
@@ -648,39 +387,37 @@ hashjoin_route(EddyState *es, EddyModule *m, int dir, EddyTuple *t)
 /*
  * Does routing a fresh tuple of side dir's relation into this join only
  * probe?  So when nothing can probe its side any more (it would not be
- * stored), and not in SteM mode, where a probe builds.
+ * stored).  (In SteM mode never: a probe builds there, mod_stems.c.)
  */
 static inline bool
 probe_only(EddyState *es, EddyHashJoin *hj, int dir)
 {
-	return !es->stems && (hj->probers[dir] & ~es->exhausted) == 0;
+	return (hj->probers[dir] & ~es->exhausted) == 0;
 }
 
-bool
-EddyHashJoinProbeOnly(EddyState *es, EddyModule *m, int dir)
+static bool
+hashjoin_probe_only(EddyState *es, EddyModule *m, int dir)
 {
-	Assert(EddyModuleIsHashJoin(m));
 	return probe_only(es, (EddyHashJoin *) m, dir);
 }
 
 /*
  * Would routing a fresh tuple of side dir's relation, whose key values are
  * keys (isnull), into this join make nothing and store nothing?  So when
- * it only probes (EddyHashJoinProbeOnly) and matches nothing in the other
- * side's STAIR: then it is counted here as hashjoin_route counts such a
- * tuple, and true is returned: the caller drops it (exec.c's local chain,
- * in the source's scan).  False when it might make or store something:
- * nothing is counted, and the tuple is routed (and probes again).
+ * it only probes (probe_only) and matches nothing in the other side's
+ * STAIR: then it is counted here as hashjoin_route counts such a tuple,
+ * and true is returned: the caller drops it (local.c's local chain, in the
+ * source's scan).  False when it might make or store something: nothing
+ * is counted, and the tuple is routed (and probes again).
  */
-bool
-EddyHashJoinProbeMisses(EddyState *es, EddyModule *m, int dir, Datum *keys,
-						bool *isnull)
+static bool
+hashjoin_probe_misses(EddyState *es, EddyModule *m, int dir, Datum *keys,
+					  bool *isnull)
 {
 	EddyHashJoin *hj = (EddyHashJoin *) m;
 	Stair	   *other = hj->stair[1 - dir];
 	uint32		hash;
 
-	Assert(EddyModuleIsHashJoin(m));
 	if (!probe_only(es, hj, dir))
 		return false;
 	if (other->nentries > 0 &&
@@ -699,10 +436,10 @@ EddyHashJoinProbeMisses(EddyState *es, EddyModule *m, int dir, Datum *keys,
 
 /*
  * Can the eddy make no more results, whatever its sources still hold?  Asked
- * at a point of stasis (nothing in flight) after a source ran out: so when
- * some hash join has a side whose scanned sources are all exhausted and
+ * (source.c, result_ended) at a point of stasis after a source ran out: so
+ * when this join has a side whose scanned sources are all exhausted and
  * whose STAIR is empty, as a static hash join ends when one input ended
- * empty.  Returns the join's module index (and the side in *side), or -1.
+ * empty.  Returns that side (and sets *side), or -1.
  *
  * Why that ends the result.  A join module is an edge of the join tree:
  * every result spans both its sides, so it was made by a tuple of one side
@@ -723,63 +460,67 @@ EddyHashJoinProbeMisses(EddyState *es, EddyModule *m, int dir, Datum *keys,
  * anything (BuildFirst), and a tuple of side 1 - d crosses by probing it;
  * its exceptions are the same.
  *
- * Not while the eddy spills (a batch's state is partly in its files) nor
- * in an eddy that exchanges its state (its STAIRs are not yet everyone's).
+ * The caller does not ask while the eddy spills (a batch's state is
+ * partly in its files) nor in an eddy that exchanges its state (its
+ * STAIRs are not yet everyone's).
  */
 int
-EddyHashJoinsEnded(EddyState *es, int *side)
+EddyHashJoinEnded(EddyState *es, EddyModule *m, int *side)
 {
-	int			i;
+	EddyHashJoin *hj = (EddyHashJoin *) m;
+	int			d;
 
-	if (es->spill != NULL || es->exchange)
-		return -1;
-	for (i = 0; i < es->nmodules; i++)
+	for (d = 0; d < 2; d++)
 	{
-		EddyHashJoin *hj;
-		int			d;
+		uint32		scanned = hj->probers[1 - d];	/* side d's */
 
-		if (!EddyModuleIsHashJoin(es->modules[i]))
-			continue;
-		hj = (EddyHashJoin *) es->modules[i];
-		for (d = 0; d < 2; d++)
+		if (scanned != 0 && (scanned & ~es->exhausted) == 0 &&
+			hj->stair[d]->nentries == 0)
 		{
-			uint32		scanned = hj->probers[1 - d];	/* side d's */
-
-			if (scanned != 0 && (scanned & ~es->exhausted) == 0 &&
-				hj->stair[d]->nentries == 0)
-			{
-				*side = d;
-				return i;
-			}
+			*side = d;
+			return d;
 		}
 	}
 	return -1;
 }
 
 /*
- * What state migration (migrate.c) needs of a hash join: whether a module
- * is one, its ends and STAIRs, and the key values and hash of a tuple on
- * one side (false if a key is NULL).  By-reference computed keys are made
- * in state memory, since they go into a STAIR.
+ * The state interface's readers (module.h): the join's ends and its
+ * STAIRs, and their counters.
  */
-bool
-EddyModuleIsHashJoin(EddyModule *m)
-{
-	return m->methods == &hashjoin_methods;
-}
-
 EddyJoinSpec *
-EddyHashJoinSpec(EddyModule *m)
+EddyHashJoinEnds(EddyModule *m)
 {
-	Assert(EddyModuleIsHashJoin(m));
 	return &((EddyHashJoin *) m)->ends;
 }
 
 Stair *
-EddyHashJoinStair(EddyModule *m, int side)
+EddyHashJoinStore(EddyModule *m, int s)
 {
-	Assert(EddyModuleIsHashJoin(m));
-	return ((EddyHashJoin *) m)->stair[side];
+	Assert(s >= 0 && s < 2);
+	return ((EddyHashJoin *) m)->stair[s];
+}
+
+void
+EddyHashJoinSaveCounters(EddyModule *m, int s, EddyStoreCounters *c)
+{
+	Stair	   *st = ((EddyHashJoin *) m)->stair[s];
+
+	c->inserted = st->inserted;
+	c->probed = st->probed;
+	c->matched = st->matched;
+	c->skipped = st->skipped;
+}
+
+void
+EddyHashJoinRestoreCounters(EddyModule *m, int s, const EddyStoreCounters *c)
+{
+	Stair	   *st = ((EddyHashJoin *) m)->stair[s];
+
+	st->inserted = c->inserted;
+	st->probed = c->probed;
+	st->matched = c->matched;
+	st->skipped = c->skipped;
 }
 
 /*
@@ -792,18 +533,16 @@ EddyHashJoinSigs(EddyModule *m, int side, EddySigCount **sigs)
 {
 	EddyHashJoin *hj = (EddyHashJoin *) m;
 
-	Assert(EddyModuleIsHashJoin(m));
 	*sigs = hj->sigs[side];
 	return hj->nsigs[side];
 }
 
-/* The STAIRs were emptied (state migration, rescan) */
+/* The STAIRs were emptied (state migration took their entries) */
 void
 EddyHashJoinForgetSigs(EddyModule *m)
 {
 	EddyHashJoin *hj = (EddyHashJoin *) m;
 
-	Assert(EddyModuleIsHashJoin(m));
 	hj->nsigs[0] = hj->nsigs[1] = 0;
 }
 
@@ -816,10 +555,7 @@ hashjoin_next(EddyState *es, EddyFrame *f)
 
 	if (f->sp.next == NULL)
 		return NULL;
-	if (es->stems)
-		u = stems_probe_next(es, hj, 1 - f->dir, &f->sp);
-	else
-		u = StairProbeNext(&f->sp);
+	u = StairProbeNext(&f->sp);
 	if (u == NULL)
 		return NULL;
 	f->module->stats[f->dir].out++;
@@ -830,6 +566,13 @@ hashjoin_next(EddyState *es, EddyFrame *f)
 static void
 hashjoin_rescan(EddyState *es, EddyModule *m)
 {
+	EddyHashJoinClear(es, m);
+}
+
+/* Forget every entry (the state interface's clear; rescan) */
+void
+EddyHashJoinClear(EddyState *es, EddyModule *m)
+{
 	EddyHashJoin *hj = (EddyHashJoin *) m;
 
 	StairSelfCheck(hj->stair[0]);
@@ -837,12 +580,10 @@ hashjoin_rescan(EddyState *es, EddyModule *m)
 	StairClear(hj->stair[0]);
 	StairClear(hj->stair[1]);
 	hj->nsigs[0] = hj->nsigs[1] = 0;
-	if (es->stems)
-		hj->stair[0]->complete = hj->stair[1]->complete = false;
 }
 
-static void
-hashjoin_end(EddyState *es, EddyModule *m)
+void
+EddyHashJoinEnd(EddyState *es, EddyModule *m)
 {
 	EddyHashJoin *hj = (EddyHashJoin *) m;
 
@@ -851,8 +592,8 @@ hashjoin_end(EddyState *es, EddyModule *m)
 	StairSelfCheck(hj->stair[1]);
 }
 
-static void
-hashjoin_explain(EddyState *es, EddyModule *m, List *context, bool useprefix,
+void
+EddyHashJoinExplain(EddyState *es, EddyModule *m, List *context, bool useprefix,
 				 ExplainState *xs)
 {
 	EddyHashJoin *hj = (EddyHashJoin *) m;

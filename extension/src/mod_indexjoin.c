@@ -60,7 +60,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "exec.h"
+#include "module.h"
 
 #include "access/genam.h"
 #include "access/relscan.h"
@@ -110,6 +110,7 @@ static void indexjoin_explain(EddyState *es, EddyModule *m, List *context,
 
 static const EddyModuleMethods indexjoin_methods = {
 	.label = "Index Join",
+	.joins = true,
 	.route = indexjoin_route,
 	.next = indexjoin_next,
 	.rescan = NULL,				/* each probe rescans the index */

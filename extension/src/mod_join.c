@@ -16,7 +16,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "exec.h"
+#include "module.h"
 
 #include "nodes/nodeFuncs.h"
 #include "optimizer/optimizer.h"

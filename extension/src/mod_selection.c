@@ -7,7 +7,7 @@
  * ExecQual semantics (NULL is false): on the wide slot, filled from the
  * tuple's rows, or, in a one-source eddy of filters only, on the source's
  * own slot, which the eddy evaluates inline when it walks its chain
- * (exec.c): a selection is a filter.  It is eligible once the tuple spans
+ * (local.c): a selection is a filter.  It is eligible once the tuple spans
  * the sources it reads and its prerequisites are done (a predicate that
  * may raise waits for the ones PostgreSQL ran before it, plan.c).  The
  * eddy times one routed tuple in EDDY_COST_SAMPLE_INTERVAL, the first one
@@ -15,9 +15,14 @@
  * eddy has no back-pressure to tell it which operators are slow); timing
  * every call would cost more than cheap predicates themselves.
  *
+ * Predicates are shared by every module and the loop: EddyPredicateInit
+ * (and its fast path), and EddyRewriteForSource, which rewrites one over
+ * a source's own tuple for the local chains (local.c) and the index
+ * joins' fetch chains (mod_indexjoin.c).
+ *
  *-------------------------------------------------------------------------
  */
-#include "exec.h"
+#include "module.h"
 
 #include "nodes/nodeFuncs.h"
 #include "utils/lsyscache.h"
@@ -150,6 +155,7 @@ static void selection_explain(EddyState *es, EddyModule *m, List *context,
 
 static const EddyModuleMethods selection_methods = {
 	.label = "Selection",
+	.joins = false,				/* passes or drops the tuple it is given */
 	.route = selection_route,
 	.next = NULL,				/* never pushes a frame */
 	.rescan = NULL,				/* keeps no state */
@@ -236,4 +242,79 @@ selection_explain(EddyState *es, EddyModule *m, List *context, bool useprefix,
 			ExplainPropertyText("After", after.data, xs);
 	}
 	EddyExplainCounters(es, m, -1, xs);
+}
+
+/*
+ * Rewrite a predicate over the wide tuple into one over a source's own
+ * tuple: its scan's (tlist: the scan's target list, whose Vars its columns
+ * are) or its heap tuple's (heap: an index-joined source's columns are heap
+ * attributes, src->attnos).  NULL where it cannot be: a column outside
+ * the source's range, or computed by the scan (it would be computed twice),
+ * or a system column of a heap tuple, or a subplan (its state belongs to
+ * the eddy).
+ */
+typedef struct SourceRewrite
+{
+	EddySource *src;
+	List	   *tlist;
+	bool		heap;
+	bool		ok;
+} SourceRewrite;
+
+static Node *
+source_rewrite_mutator(Node *node, SourceRewrite *cxt)
+{
+	if (node == NULL)
+		return NULL;
+	if (IsA(node, Var) && ((Var *) node)->varno == INDEX_VAR)
+	{
+		int			c = ((Var *) node)->varattno - 1 - cxt->src->first_col;
+		TargetEntry *tle;
+		Var		   *var;
+
+		if (cxt->heap)
+		{
+			if (c < 0 || c >= cxt->src->ncols || cxt->src->attnos[c] <= 0)
+			{
+				cxt->ok = false;
+				return node;
+			}
+			var = copyObject((Var *) node);
+			var->varno = 1;		/* any plain varno reads the scan tuple */
+			var->varattno = cxt->src->attnos[c];
+			return (Node *) var;
+		}
+		if (c < 0 || c >= list_length(cxt->tlist))
+		{
+			cxt->ok = false;
+			return node;
+		}
+		tle = list_nth_node(TargetEntry, cxt->tlist, c);
+		if (!IsA(tle->expr, Var))
+		{
+			cxt->ok = false;
+			return node;
+		}
+		return (Node *) copyObject(tle->expr);
+	}
+	if (IsA(node, SubPlan) || IsA(node, AlternativeSubPlan))
+	{
+		cxt->ok = false;
+		return node;
+	}
+	return expression_tree_mutator(node, source_rewrite_mutator, (void *) cxt);
+}
+
+Node *
+EddyRewriteForSource(Node *expr, EddySource *src, List *tlist, bool heap)
+{
+	SourceRewrite cxt;
+	Node	   *result;
+
+	cxt.src = src;
+	cxt.tlist = tlist;
+	cxt.heap = heap;
+	cxt.ok = true;
+	result = source_rewrite_mutator(expr, &cxt);
+	return cxt.ok ? result : NULL;
 }

@@ -271,12 +271,12 @@ send_rows(EddyState *es, int k, int i, TupleDesc desc)
 		EddyModule *mod = es->modules[m];
 		int			s;
 
-		if (!EddyModuleIsHashJoin(mod))
+		if (mod->state == NULL)
 			continue;
-		for (s = 0; s < 2; s++)
+		for (s = 0; s < mod->state->nstores; s++)
 		{
-			Stair	   *st = EddyHashJoinStair(mod, s);
-			int			end = EddyHashJoinSpec(mod)->rel[s];
+			Stair	   *st = mod->state->store(mod, s);
+			int			end = mod->state->spec(mod)->rel[s];
 			StairIterator it;
 			void	   *payload;
 			uint32		hash;
@@ -411,7 +411,7 @@ exchange_detach(EddyState *es)
 }
 
 /*
- * The first read of an exchanging eddy (exec.c): true if it exchanges (it
+ * The first read of an exchanging eddy (source.c): true if it exchanges (it
  * runs in a parallel query), after attaching to the barrier and replaying
  * the exchanges it came too late for.
  */
@@ -444,7 +444,7 @@ EddyExchangeStart(EddyState *es)
 }
 
 /*
- * Source i is done for this participant (exec.c, before it is marked
+ * Source i is done for this participant (source.c, before it is marked
  * exhausted; a point of stasis): unless it is the last, send its rows,
  * wait for the others, replay theirs.
  */

@@ -154,8 +154,9 @@ struct EddySpill
 	uint64		rows;
 	uint64		bytes;
 	int			joined;			/* batches joined (the others were empty) */
-	int			over;			/* ... whose state outgrew the limit */
-	bool		over_now;
+	int			over;			/* ... whose state outgrew the limit (the
+								 * batch being joined: es->spill_over_now,
+								 * set by EddyCheckMemory, tuple.c) */
 };
 
 /* ----------------------------------------------------------------
@@ -170,14 +171,15 @@ EddySpillInit(EddyState *es)
 	int			i;
 
 	es->spill = NULL;
+	es->spill_over_now = false;
 	es->spill_wanted = false;
 	es->over_limit = false;
 	es->can_spill = false;
 	es->spill_after = 0;
-	if (es->chain || es->stems || es->exchange)
+	if (es->chain || es->spill_refused != NULL || es->exchange)
 		return;
 	for (i = 0; i < es->nmodules; i++)
-		if (EddyModuleIsHashJoin(es->modules[i]))
+		if (es->modules[i]->state != NULL)
 			es->can_spill = true;
 	if (es->can_spill)
 		es->spill_after = (uint64) eddy_debug_spill_after;
@@ -304,9 +306,9 @@ choose_partitioning(EddyState *es, EddySpill *sp, Size used)
 		EddyModule *m = es->modules[i];
 		EddyJoinSpec *spec;
 
-		if (!EddyModuleIsHashJoin(m))
+		if (m->state == NULL)
 			continue;
-		spec = EddyHashJoinSpec(m);
+		spec = m->state->spec(m);
 		if (spec->nkeys == 0 ||
 			!(es->scanned & (1u << spec->rel[0])) ||
 			!(es->scanned & (1u << spec->rel[1])))
@@ -329,17 +331,17 @@ choose_partitioning(EddyState *es, EddySpill *sp, Size used)
 		EddyJoinSpec *spec;
 		int			s;
 
-		if (!EddyModuleIsHashJoin(m))
+		if (m->state == NULL)
 			continue;
-		spec = EddyHashJoinSpec(m);
-		for (s = 0; s < 2; s++)
+		spec = m->state->spec(m);
+		for (s = 0; s < m->state->nstores; s++)
 		{
 			StairIterator it;
 			void	   *payload;
 			uint32		hash;
 			Datum	   *keys;
 
-			StairIterBegin(&it, EddyHashJoinStair(m, s));
+			StairIterBegin(&it, m->state->store(m, s));
 			while ((payload = StairIterNext(&it, &hash, &keys)) != NULL)
 			{
 				uint32		spans;
@@ -420,7 +422,7 @@ choose_partitioning(EddyState *es, EddySpill *sp, Size used)
 	sp->dealt = cands[best].dealt;
 	if (sp->join != NULL)
 	{
-		EddyJoinSpec *spec = EddyHashJoinSpec(sp->join);
+		EddyJoinSpec *spec = sp->join->state->spec(sp->join);
 		int			s;
 
 		for (s = 0; s < 2; s++)
@@ -464,7 +466,7 @@ write_row(EddyState *es, int i, EddyRow *row, uint64 done, bool from_state)
 	old = MemoryContextSwitchTo(sp->rowcxt);
 	if (ss->partitioned && sp->join != NULL)
 	{
-		EddyJoinSpec *spec = EddyHashJoinSpec(sp->join);
+		EddyJoinSpec *spec = sp->join->state->spec(sp->join);
 		EddyTuple  *t = EddyTupleAlloc(es, &es->transient);
 		Datum	   *keys = palloc(sizeof(Datum) * spec->nkeys);
 		uint32		hash;
@@ -524,17 +526,17 @@ write_state(EddyState *es, uint64 *xonly)
 			EddyJoinSpec *spec;
 			int			s;
 
-			if (!EddyModuleIsHashJoin(m))
+			if (m->state == NULL)
 				continue;
-			spec = EddyHashJoinSpec(m);
-			for (s = 0; s < 2; s++)
+			spec = m->state->spec(m);
+			for (s = 0; s < m->state->nstores; s++)
 			{
 				StairIterator it;
 				void	   *payload;
 				uint32		hash;
 				Datum	   *keys;
 
-				StairIterBegin(&it, EddyHashJoinStair(m, s));
+				StairIterBegin(&it, m->state->store(m, s));
 				while ((payload = StairIterNext(&it, &hash, &keys)) != NULL)
 				{
 					EddyTuple  *t;
@@ -624,8 +626,8 @@ free_state(EddyState *es)
 	{
 		EddyModule *m = es->modules[i];
 
-		if (EddyModuleIsHashJoin(m))
-			m->methods->rescan(es, m);
+		if (m->state != NULL)
+			m->state->clear(es, m);
 	}
 	EddyArenaReset(&es->transient);
 	EddyArenaReset(&es->stored);
@@ -681,6 +683,7 @@ EddySpillStart(EddyState *es)
 	MemoryContextSwitchTo(old);
 
 	es->spill = sp;
+	es->spill_over_now = false;
 	write_state(es, xonly);
 	write_unread(es);
 	free_state(es);
@@ -751,10 +754,10 @@ EddySpillNextBatch(EddyState *es)
 	if (sp->batch >= 0)
 	{
 		free_state(es);
-		if (sp->over_now)
+		if (es->spill_over_now)
 			sp->over++;
 	}
-	sp->over_now = false;
+	es->spill_over_now = false;
 	for (;;)
 	{
 		bool		empty = false;
@@ -851,7 +854,7 @@ EddySpillNextBatch(EddyState *es)
 	return true;
 }
 
-/* Source i's next unread row of this batch (exec.c), or NULL */
+/* Source i's next unread row of this batch (source.c), or NULL */
 TupleTableSlot *
 EddySpillRead(EddyState *es, int i)
 {
@@ -874,20 +877,13 @@ EddySpillRead(EddyState *es, int i)
 	return ss->slot;
 }
 
-/* The state outgrew the limit while spilled (tuple.c) */
-void
-EddySpillOver(EddyState *es)
-{
-	es->spill->over_now = true;
-}
-
 /* Add a spill's counters to the scan's totals */
 static void
-add_totals(EddySpillTotals *tot, EddySpill *sp)
+add_totals(EddySpillTotals *tot, EddySpill *sp, bool over_now)
 {
 	tot->spills++;
 	tot->batches += sp->joined;
-	tot->over += sp->over + (sp->over_now ? 1 : 0);
+	tot->over += sp->over + (over_now ? 1 : 0);
 	tot->rows += sp->rows;
 	tot->state_rows += sp->state_rows;
 	tot->bytes += sp->bytes;
@@ -930,7 +926,7 @@ EddySpillEnd(EddyState *es, bool rescan)
 	es->schedule = sp->schedule;
 	es->delayed = sp->delayed;
 	es->migrating = sp->migrating;
-	add_totals(&es->spill_totals, sp);
+	add_totals(&es->spill_totals, sp, es->spill_over_now);
 	MemoryContextDelete(sp->cxt);
 	pfree(sp);
 	es->spill = NULL;
@@ -942,7 +938,7 @@ EddySpillTotalsNow(EddyState *es, EddySpillTotals *tot)
 {
 	*tot = es->spill_totals;
 	if (es->spill != NULL)
-		add_totals(tot, es->spill);
+		add_totals(tot, es->spill, es->spill_over_now);
 }
 
 /* EXPLAIN ANALYZE: the spill, if the eddy spilled (explain.c) */
@@ -958,8 +954,10 @@ EddySpillExplain(EddyState *es, ExplainState *xs)
 	{
 		if (es->over_limit)
 			ExplainPropertyText("Memory Limit",
-								es->stems ? "exceeded (SteM mode does not spill)" :
-								"exceeded (nothing to spill)", xs);
+								psprintf("exceeded (%s)",
+										 es->spill_refused != NULL ?
+										 es->spill_refused : "nothing to spill"),
+								xs);
 		return;
 	}
 	initStringInfo(&buf);

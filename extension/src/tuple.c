@@ -12,7 +12,7 @@
  * projection read the node's scan slot, a virtual slot of the wide shape,
  * filled by copying the present rows' values into their ranges
  * (EddyTupleFillSlot).  A one-source eddy whose modules are all filters
- * skips all of this: it evaluates on its source's own slot (exec.c).
+ * skips all of this: it evaluates on its source's own slot (local.c).
  *
  * Memory: two arenas.  "stored" holds what STAIRs keep: a tuple inserted
  * into a STAIR is copied there with its rows (a row is copied once and
@@ -30,7 +30,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "exec.h"
+#include "module.h"
 
 #include "port/pg_bitutils.h"
 #include "utils/datum.h"
@@ -61,7 +61,7 @@ EddyCheckMemory(EddyState *es)
 	{
 		es->over_limit = true;
 		if (es->spill != NULL)
-			EddySpillOver(es);
+			es->spill_over_now = true;	/* this batch (spill.c) */
 		else if (es->can_spill && (es->scanned & ~es->exhausted) != 0)
 			es->spill_wanted = true;	/* not when nothing is left to read */
 	}
@@ -201,9 +201,9 @@ EddyRowFromHeapSlot(EddyState *es, EddySource *src, TupleTableSlot *slot)
 
 /*
  * Copy a transient row into state memory (EddyRowPersist: made once, then
- * shared), with the hashes computed so far.  In SteM mode only the driver,
- * the source row read last, is ever stored (mod_hashjoin.c): its copy is
- * stamped with its arrival number.
+ * shared), with the hashes computed so far.  When the state mode stamps
+ * rows (es->stamp_rows: SteM mode, where only the driver, the source row
+ * read last, is ever stored), the copy carries its arrival number.
  */
 EddyRow *
 EddyRowPersistSlow(EddyState *es, int i, EddyRow *row)
@@ -211,7 +211,7 @@ EddyRowPersistSlow(EddyState *es, int i, EddyRow *row)
 	EddySource *src = &es->sources[i];
 	EddyRow    *copy;
 
-	if (es->stems)
+	if (es->stamp_rows)
 	{
 		copy = row_make(&es->stored, src, row->values, row->isnull, sizeof(uint64));
 		row_seq(copy) = es->seq;
