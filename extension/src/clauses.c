@@ -2,7 +2,7 @@
  *
  * clauses.c
  *	  Clause helpers shared by selection eddies (plan.c), join eddies
- *	  (plan_join.c) and the static symmetric hash join (shj.c).
+ *	  (plan_join.c and the files it drives) and the static symmetric hash join (shj.c).
  *
  * An eddy may reorder predicates only where PostgreSQL's own plan leaves
  * it free to, so every planner-side decision about a clause is made here,

@@ -13,15 +13,19 @@
  * (SIGMOD Record 2004) did for TelegraphCQ, with the STAIRs of Deshpande &
  * Hellerstein (VLDB 2004).
  *
- * Files: init.c (module load), guc.c (settings), delay.c (the delay() SQL
- * function), planner.c (hooks and eligibility), clauses.c (clause helpers
- * shared by the planner-side files: security levels, PostgreSQL's qual
- * order, selection candidates, may-raise), plan.c and plan_join.c
- * (CustomPath -> CustomScan; private.h: the custom_private layout), exec.c
- * (the one executor: sources and the main loop; exec.h: its types),
- * routing.c (routing tables and policies), mod_selection.c, mod_hashjoin.c,
- * mod_indexjoin.c and mod_join.c (the modules), tuple.c (eddy tuples and
- * rows), explain.c, stair.c (STAIR hash tables), arena.c (bump arenas),
+ * Files, in layers that call downward (docs/architecture.md has the map):
+ * init.c (module load), guc.c (settings), delay.c (the delay() SQL
+ * function); the planner: planner.c (hooks and eligibility), plan_join.c
+ * (the join driver and its gates) over join_graph.c, semijoin.c,
+ * join_state.c and plan_parallel.c, then plan_build.c and plan.c
+ * (CustomPath -> CustomScan; private.h: the custom_private layout) and
+ * clauses.c (clause helpers shared by the planner-side files); the
+ * executor: exec.c (setup and the state machine) with source.c, local.c
+ * and replay.c (loop.h), the services migrate.c, spill.c, parallel.c,
+ * explain.c and schedule.c (exec.h), the modules mod_selection.c,
+ * mod_join.c, mod_hashjoin.c, mod_stems.c and mod_indexjoin.c (module.h:
+ * the vtable and the state interface), and below them tuple.c (tuple.h),
+ * node.h, routing.c, stair.c (STAIR hash tables), arena.c (bump arenas);
  * shj.c (the static symmetric hash join node).
  *
  *-------------------------------------------------------------------------
@@ -71,7 +75,7 @@ typedef enum EddyJoinMethod
 	EDDY_JOIN_INDEX				/* index join wherever an index allows */
 } EddyJoinMethod;
 
-/* eddy.parallel_exchange (plan_join.c, parallel.c) */
+/* eddy.parallel_exchange (plan_parallel.c, parallel.c) */
 typedef enum EddyExchangeSetting
 {
 	EDDY_EXCHANGE_AUTO,			/* the cheaper of the two parallel eddies */

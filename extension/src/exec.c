@@ -174,7 +174,7 @@ narrow_source_walker(Node *node, EddySource *src)
  * Columns of each scanned source's range that the eddy reads: up to the
  * last one any expression of the node (its target list, predicates, join
  * keys and conditions) refers to.  A source's scan may return more (all of
- * its relation's columns, so that it need not project: plan_join.c); rows
+ * its relation's columns, so that it need not project: join_graph.c); rows
  * then hold, store and spill only these, and the wide slot's other columns
  * stay NULL.  Every Var of the node's expressions is counted, so nothing
  * reads a column past them.

@@ -312,7 +312,7 @@ EddyExplain(CustomScanState *node, List *ancestors, ExplainState *xs)
 
 	EddyStateModeExplain(es, xs);	/* mod_stems.c */
 
-	/* VERBOSE: the planner's estimate of the join state (plan_join.c) */
+	/* VERBOSE: the planner's estimate of the join state (join_state.c) */
 	if (xs->verbose && !es->chain && es->nstairs > 0)
 	{
 		CustomScan *cscan = (CustomScan *) node->ss.ps.plan;

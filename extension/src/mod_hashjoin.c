@@ -16,7 +16,7 @@
  * (tuple.h): a fresh source row alone, or a stored eddy tuple.
  *
  * Unique probes.  When side 1 - d is one relation, unique on the join keys
- * (plan_join.c), a tuple first probes: one that finds its match can find no
+ * (join_graph.c), a tuple first probes: one that finds its match can find no
  * other, now or later, so it is not stored, and its one result is returned
  * to be routed on at once, with no frame.  One that finds none is stored
  * for the match to come.
@@ -249,7 +249,7 @@ replay_probe_useless(EddyState *es, EddyHashJoin *hj, int dir, EddyTuple *t)
 /*
  * Insert into side dir's STAIR; the first insertion sizes its slot array
  * from the planner's estimate of the entries it likely holds (presize_rows,
- * plan_join.c; a STAIR only probed keeps its small one, and one that
+ * join_state.c; a STAIR only probed keeps its small one, and one that
  * outgrows the estimate doubles).
  * The memory limit is checked every 64 insertions (and by the arenas'
  * block counts in between, which grow 64 kB at a time).

@@ -12,7 +12,7 @@
  * keys rechecked with the join operators.
  *
  * An index semi or anti join (end 1 is the inner relation of a semi or
- * anti join, plan_join.c) decides at once, in route: it reads the index's
+ * anti join, semijoin.c) decides at once, in route: it reads the index's
  * matches until one, joined, passes the inner qual (the join's other
  * clauses, ExecQual semantics).  A semi join passes that joined tuple on
  * (nothing above reads end 1's columns); an anti join drops the tuple if
@@ -49,7 +49,7 @@
  * chain drops are counted apart (stats.dropped) and the rank policy scores
  * the join by the matches that survive it (routing.c, ratio_with_prior).
  * Its prior follows: the planner's selectivity times the relation's tuples
- * (every row with the keys is a match; plan_join.c), times, with a chain,
+ * (every row with the keys is a match; plan_build.c), times, with a chain,
  * the planner's selectivity of each selection the chain may run.  With a
  * prior of the relation's rows after its selections and no credit (before
  * 2026-11-28), the join's observed fan-out (1 on a primary key) and its

@@ -5,7 +5,7 @@
  *	  routing targets.
  *
  * A join module is an edge of the block's spanning tree between the source
- * at end 0 and the one at end 1 (plan_join.c).  A tuple may go to it only
+ * at end 0 and the one at end 1 (join_graph.c).  A tuple may go to it only
  * if it spans the edge's relation on one side and nothing of the other
  * side, and never visits a module twice: that makes every result appear
  * exactly once.  A hash join takes tuples from both sides (two routing

@@ -190,7 +190,7 @@ struct EddyState
 	bool		stasis_due;		/* EddyReadSource dropped a tuple: a point of
 								 * stasis before reading on (migration) */
 	bool		check_end;		/* a source ran out: can the result grow
-								 * (EddyHashJoinsEnded)? */
+								 * (the state interface's ended)? */
 	int			ended_by;		/* 1 + the hash join that ended the last loop
 								 * early, or 0 */
 	int			ended_side;		/* ... its side whose end was seen */

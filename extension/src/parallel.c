@@ -3,7 +3,7 @@
  * parallel.c
  *	  Eddies in parallel plans: the executor's side.
  *
- * A parallel eddy is a partial plan (planner.c, plan.c, plan_join.c) of
+ * A parallel eddy is a partial plan (planner.c, plan.c, plan_parallel.c) of
  * one of two kinds.  In the first, one of its sources is a partial scan (a
  * Parallel Seq Scan, Parallel Index Scan or Parallel Bitmap Heap Scan,
  * which hand each participant its own share of the relation's blocks),
@@ -38,8 +38,8 @@
  * Exchanged state, the second kind.  Reading the other sources whole in
  * every participant repeats their scans, their filters and their joins;
  * PostgreSQL's Parallel Hash shares them.  So an eddy may instead read
- * every scanned source through a partial scan (plan_join.c decides,
- * "Parallel eddies"), one after another in the build order, each
+ * every scanned source through a partial scan (plan_parallel.c and
+ * the driver's gates in plan_join.c decide), one after another in the build order, each
  * participant its share, and
  * exchange what it stored after each source but the last: it writes the
  * rows of that source its STAIRs hold (with the done bits of the
@@ -62,7 +62,7 @@
  * A relation without a partial scan (a small table under
  * min_parallel_table_scan_size) may be exchanged too: the first process to
  * get to it (an atomic flag) reads it whole, the others exchange at once,
- * and it is sent as any other (claimed sources; plan_join.c costs it).
+ * and it is sent as any other (claimed sources; plan_parallel.c costs it).
  *
  * Participants.  The leader is participant 0, worker n participant n + 1.
  * Each attaches to the barrier at its first read; one that attaches late,

@@ -67,7 +67,8 @@
  *			 argument).  The estimate assumes a tuple joins everything
  *			 beyond its first join before anything else; an eddy may
  *			 interleave the two sides afterwards, so the policy does not
- *			 minimise intermediate tuples (README: measured).
+ *			 minimise intermediate tuples (docs/user-guide.md, "cumulative";
+ *			 tests/test_cumulative.py).
  *
  *			 The estimate of join target x (a join in one direction) is
  *			 the product, over x's join and every join beyond it (the

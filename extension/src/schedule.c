@@ -6,7 +6,7 @@
  * At every point of stasis the eddy reads one tuple from one of its
  * scanned sources; the schedule (eddy.source_schedule) chooses which:
  *
- *	 build			PostgreSQL's build order (plan_join.c): one source after
+ *	 build			PostgreSQL's build order (join_graph.c): one source after
  *					another, the relations PostgreSQL hashes first and the
  *					centres of stars last.  A tuple streamed last meets the
  *					state of every relation before it and, against a unique
