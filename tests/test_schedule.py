@@ -336,7 +336,7 @@ NAMED_SOURCE_QUERIES = {
     "table function": (
         "x",
         "SELECT r.id, s.id, x.n FROM r JOIN s ON s.rid = r.id"
-        f" JOIN XMLTABLE('/rows/row' PASSING '{XML_ROWS}'::xml"
+        f" JOIN XMLTABLE('/rows/row' PASSING ('{XML_ROWS}'::xml)"
         " COLUMNS n int PATH 'n') AS x ON s.tid = x.n WHERE s.id % 10 = 0"),
     # the working table of a recursive query (WorkTableScan) as the source w
     "working table": (
@@ -362,8 +362,8 @@ def test_rates_and_delays_name_table_function_and_working_table_sources(path3, k
     for schedule, setting, listed in (
             ("proportional", {"source_rates": f"{alias}=3"}, f"{alias} rate 3"),
             ("build", {"source_delays": f"{alias}=20"}, f"{alias} delay 20 ms")):
-        set_gucs(path3, enabled="on", source_schedule=schedule, source_rates="",
-                 source_delays="", **setting)
+        set_gucs(path3, enabled="on", source_schedule=schedule,
+                 **({"source_rates": "", "source_delays": ""} | setting))
         eddies = eddy_nodes(explain_json(path3, q, analyze=True))
         assert any(listed in e.get("Source Schedule", "") for e in eddies), \
             [e.get("Source Schedule") for e in eddies]
