@@ -36,8 +36,7 @@ def folder_param(folder: Path) -> object:
     name = str(folder.relative_to(DOCS))
     # measured before the harness recorded the command (and the commit):
     # the marker goes when the folder is regenerated
-    target = {"bench": "bench BENCH_PUBLISH=1",
-              "experiments": "experiments PUBLISH=1"}.get(name)
+    target = {"experiments": "experiments PUBLISH=1"}.get(name)
     if target is None:
         return pytest.param(folder, id=name)
     return pytest.param(folder, id=name, marks=pytest.mark.xfail(
