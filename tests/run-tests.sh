@@ -10,7 +10,9 @@
 #     eddies forced on (tests/sqlsmith/run.sh, its own throwaway server; about
 #     a minute to fill the database, then SQLSMITH_QUERIES (3000) queries or
 #     SQLSMITH_SECONDS (60) seconds; SQLSMITH=0 skips it);
-#  4. pytest, whose session fixture starts its own server (pytest-postgresql).
+#  4. pytest, whose session fixture starts its own server (pytest-postgresql):
+#     the script's arguments go to pytest, so `tests/run-tests.sh tests/test_x.py`
+#     runs that file alone; with none, pyproject.toml's testpaths (tests/).
 #
 # Ports: EDDY_TEST_PORT=N runs the servers on N .. N+4 (pg_regress, the two
 # regression suite instances, sqlsmith, pytest); by default a random base.
@@ -106,7 +108,7 @@ mkdir -p "$work/home"
 [ "$(id -u)" -eq 0 ] && chown "$PG_OS_USER" "$work/home"
 as_test_user env HOME="$work/home" PYTHONDONTWRITEBYTECODE=1 TMPDIR=/tmp \
     PG_BINDIR="$PG_BINDIR" \
-    "$VENV/bin/python" -m pytest -p no:cacheprovider -ra "${pytest_port[@]}" "$@" tests
+    "$VENV/bin/python" -m pytest -p no:cacheprovider -ra "${pytest_port[@]}" "$@"
 rc=$?
 if [ $rc -ne 0 ]; then status=1; fi
 
