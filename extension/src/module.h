@@ -161,7 +161,8 @@ typedef struct EddyStoreCounters
  * edge (spec): store s is a STAIR (stair.h) whose entries are payloads
  * (tuple.h) spanning the end relation spec->rel[s] and nothing outside
  * spec->side[s], hashed on the side's keys.  Services read, take and
- * reinsert entries with stair.c's iterator.  Entries live in the eddy's
+ * reinsert entries with stair.c's iterator, store by store, or read them
+ * all with EddyEntryIter (below).  Entries live in the eddy's
  * state arena (es->stored), so memory is accounted there for all modules
  * at once (EddyStateMemory, tuple.c), and freed by resetting it.
  *
@@ -240,6 +241,26 @@ extern EddyModule *EddySelectionBegin(EddyState *es, List *desc, int index);
 extern EddyModule *EddyHashJoinBegin(EddyState *es, List *desc, int index);
 extern EddyModule *EddyIndexJoinBegin(EddyState *es, List *desc, int index);
 extern void EddyIndexJoinBeginChain(EddyState *es, EddyModule *m);
+
+/*
+ * Every entry of every store of every module that keeps state, in module
+ * and store order (tuple.c): what spilling walks to count and write the
+ * state.  Called at a point of stasis; an entry may not be deleted while
+ * it is walked.  Next returns the entry's payload (tuple.h), or NULL at the
+ * end; the iterator's m, s and spec say whose store it is in.
+ */
+typedef struct EddyEntryIter
+{
+	EddyState  *es;
+	int			i;				/* the module's index, or nmodules: ended */
+	int			s;				/* its store being walked, or -1 */
+	EddyModule *m;
+	EddyJoinSpec *spec;
+	StairIterator it;
+} EddyEntryIter;
+
+extern void EddyEntryIterBegin(EddyEntryIter *ei, EddyState *es);
+extern void *EddyEntryIterNext(EddyEntryIter *ei);
 
 /*
  * The two ends of a join module and how a tuple's keys are read from them

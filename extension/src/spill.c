@@ -284,6 +284,8 @@ choose_partitioning(EddyState *es, EddySpill *sp, Size used)
 	double		best_per_batch = 0.0;
 	int			best = -1;
 	int			i;
+	EddyEntryIter ei;
+	void	   *payload;
 
 	cands = palloc0(sizeof(SpillCandidate) * (es->nmodules + es->nsources));
 	growth = palloc(sizeof(double) * es->nsources);
@@ -325,43 +327,25 @@ choose_partitioning(EddyState *es, EddySpill *sp, Size used)
 	}
 
 	/* the census: every STAIR entry, the sources it spans */
-	for (i = 0; i < es->nmodules; i++)
+	EddyEntryIterBegin(&ei, es);
+	while ((payload = EddyEntryIterNext(&ei)) != NULL)
 	{
-		EddyModule *m = es->modules[i];
-		EddyJoinSpec *spec;
-		int			s;
+		uint32		spans;
+		uint32		bits;
+		double		g = 1.0;
+		int			c;
 
-		if (m->state == NULL)
-			continue;
-		spec = m->state->spec(m);
-		for (s = 0; s < m->state->nstores; s++)
-		{
-			StairIterator it;
-			void	   *payload;
-			uint32		hash;
-			Datum	   *keys;
-
-			StairIterBegin(&it, m->state->store(m, s));
-			while ((payload = StairIterNext(&it, &hash, &keys)) != NULL)
-			{
-				uint32		spans;
-				uint32		bits;
-				double		g = 1.0;
-				int			c;
-
-				CHECK_FOR_INTERRUPTS();
-				spans = (EddyPayloadIsRow(payload) ? 1u << spec->rel[s] :
-						 ((EddyTuple *) payload)->spans) & es->scanned;
-				/* it grows with the least read of the sources it spans */
-				for (bits = spans; bits != 0; bits &= bits - 1)
-					g = Max(g, growth[pg_rightmost_one_pos32(bits)]);
-				entries += 1.0;
-				total += g;
-				for (c = 0; c < ncands; c++)
-					if (spans & cands[c].mask)
-						cands[c].split += g;
-			}
-		}
+		CHECK_FOR_INTERRUPTS();
+		spans = (EddyPayloadIsRow(payload) ? 1u << ei.spec->rel[ei.s] :
+				 ((EddyTuple *) payload)->spans) & es->scanned;
+		/* it grows with the least read of the sources it spans */
+		for (bits = spans; bits != 0; bits &= bits - 1)
+			g = Max(g, growth[pg_rightmost_one_pos32(bits)]);
+		entries += 1.0;
+		total += g;
+		for (c = 0; c < ncands; c++)
+			if (spans & cands[c].mask)
+				cands[c].split += g;
 	}
 
 	if (entries > 0.0)
@@ -506,6 +490,21 @@ write_row(EddyState *es, int i, EddyRow *row, uint64 done, bool from_state)
 		sp->state_rows++;
 }
 
+/* Close a source's batch files, if it has any (the last batch done, or an end) */
+static void
+close_source_files(EddySpill *sp, SpillSource *ss)
+{
+	int			b;
+
+	if (ss->files == NULL)
+		return;
+	for (b = 0; b < (ss->partitioned ? sp->nbatch : 1); b++)
+		if (ss->files[b] != NULL)
+			BufFileClose(ss->files[b]);
+	ss->files = NULL;
+	ss->cur = NULL;
+}
+
 /*
  * Write the rows the STAIRs hold, each once (EddyRow.mark, cleared first:
  * state migration stamps it too), with the done bits of the selections on
@@ -516,64 +515,48 @@ write_state(EddyState *es, uint64 *xonly)
 {
 	EddySpill  *sp = es->spill;
 	int			pass;
-	int			i;
 
 	for (pass = 0; pass < 2; pass++)
 	{
-		for (i = 0; i < es->nmodules; i++)
+		EddyEntryIter ei;
+		void	   *payload;
+
+		EddyEntryIterBegin(&ei, es);
+		while ((payload = EddyEntryIterNext(&ei)) != NULL)
 		{
-			EddyModule *m = es->modules[i];
-			EddyJoinSpec *spec;
-			int			s;
+			EddyTuple  *t;
+			uint32		bits;
 
-			if (m->state == NULL)
-				continue;
-			spec = m->state->spec(m);
-			for (s = 0; s < m->state->nstores; s++)
+			CHECK_FOR_INTERRUPTS();
+			if (EddyPayloadIsRow(payload))
 			{
-				StairIterator it;
-				void	   *payload;
-				uint32		hash;
-				Datum	   *keys;
+				EddyRow    *row = EddyPayloadRow(payload);
 
-				StairIterBegin(&it, m->state->store(m, s));
-				while ((payload = StairIterNext(&it, &hash, &keys)) != NULL)
+				if (pass == 0)
+					row->mark = 0;
+				else if (row->mark != sp->stamp)
 				{
-					EddyTuple  *t;
-					uint32		bits;
+					row->mark = sp->stamp;
+					write_row(es, ei.spec->rel[ei.s], row, 0, true);
+					EddyForgetTransient(es);
+				}
+				continue;
+			}
+			t = (EddyTuple *) payload;
+			bits = t->spans & es->scanned;
+			while (bits != 0)
+			{
+				int			x = pg_rightmost_one_pos32(bits);
+				EddyRow    *row = t->rows[x];
 
-					CHECK_FOR_INTERRUPTS();
-					if (EddyPayloadIsRow(payload))
-					{
-						EddyRow    *row = EddyPayloadRow(payload);
-
-						if (pass == 0)
-							row->mark = 0;
-						else if (row->mark != sp->stamp)
-						{
-							row->mark = sp->stamp;
-							write_row(es, spec->rel[s], row, 0, true);
-							EddyForgetTransient(es);
-						}
-						continue;
-					}
-					t = (EddyTuple *) payload;
-					bits = t->spans & es->scanned;
-					while (bits != 0)
-					{
-						int			x = pg_rightmost_one_pos32(bits);
-						EddyRow    *row = t->rows[x];
-
-						bits &= bits - 1;
-						if (pass == 0)
-							row->mark = 0;
-						else if (row->mark != sp->stamp)
-						{
-							row->mark = sp->stamp;
-							write_row(es, x, row, t->done & xonly[x], true);
-							EddyForgetTransient(es);
-						}
-					}
+				bits &= bits - 1;
+				if (pass == 0)
+					row->mark = 0;
+				else if (row->mark != sp->stamp)
+				{
+					row->mark = sp->stamp;
+					write_row(es, x, row, t->done & xonly[x], true);
+					EddyForgetTransient(es);
 				}
 			}
 		}
@@ -766,18 +749,7 @@ EddySpillNextBatch(EddyState *es)
 		{
 			/* done: the files go now */
 			for (i = 0; i < es->nsources; i++)
-			{
-				SpillSource *ss = &sp->srcs[i];
-				int			b;
-
-				if (ss->files == NULL)
-					continue;
-				for (b = 0; b < (ss->partitioned ? sp->nbatch : 1); b++)
-					if (ss->files[b] != NULL)
-						BufFileClose(ss->files[b]);
-				ss->files = NULL;
-				ss->cur = NULL;
-			}
+				close_source_files(sp, &sp->srcs[i]);
 			return false;
 		}
 		for (i = 0; i < es->nsources; i++)
@@ -908,18 +880,11 @@ EddySpillEnd(EddyState *es, bool rescan)
 	for (i = 0; i < es->nsources; i++)
 	{
 		SpillSource *ss = &sp->srcs[i];
-		int			b;
 
 		if (ss->slot != NULL)
 			ExecDropSingleTupleTableSlot(ss->slot);
 		ss->slot = NULL;
-		if (ss->files == NULL)
-			continue;
-		for (b = 0; b < (ss->partitioned ? sp->nbatch : 1); b++)
-			if (ss->files[b] != NULL)
-				BufFileClose(ss->files[b]);
-		ss->files = NULL;
-		ss->cur = NULL;
+		close_source_files(sp, ss);
 	}
 	if (!rescan)
 		return;

@@ -45,6 +45,55 @@ EddyStateMemory(EddyState *es)
 		MemoryContextMemAllocated(es->transient.cxt, false);
 }
 
+/* Walk every stored entry (module.h, EddyEntryIter) */
+void
+EddyEntryIterBegin(EddyEntryIter *ei, EddyState *es)
+{
+	ei->es = es;
+	ei->i = -1;
+	ei->s = -1;
+	ei->m = NULL;
+	ei->spec = NULL;
+}
+
+void *
+EddyEntryIterNext(EddyEntryIter *ei)
+{
+	EddyState  *es = ei->es;
+
+	for (;;)
+	{
+		if (ei->m != NULL && ei->s >= 0)
+		{
+			uint32		hash;
+			Datum	   *keys;
+			void	   *payload = StairIterNext(&ei->it, &hash, &keys);
+
+			if (payload != NULL)
+				return payload;
+		}
+		/* the next store: of this module, else of the next that has any */
+		if (ei->m != NULL && ei->s + 1 < ei->m->state->nstores)
+			ei->s++;
+		else
+		{
+			do
+			{
+				if (++ei->i >= es->nmodules)
+				{
+					ei->i = es->nmodules;
+					ei->m = NULL;
+					return NULL;
+				}
+				ei->m = es->modules[ei->i];
+			} while (ei->m->state == NULL || ei->m->state->nstores == 0);
+			ei->spec = ei->m->state->spec(ei->m);
+			ei->s = 0;
+		}
+		StairIterBegin(&ei->it, ei->m->state->store(ei->m, ei->s));
+	}
+}
+
 /*
  * Check the state's memory against eddy.max_memory and keep the peak.
  * Past the limit the eddy spills at its next point of stasis (spill.c);
