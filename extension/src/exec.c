@@ -405,7 +405,7 @@ eddy_begin(CustomScanState *node, EState *estate, int eflags)
 	begin_modules(es, list_nth(priv, EddyPrivModules));
 
 	for (i = 0; i < es->nmodules; i++)
-		if (es->modules[i]->filter == NULL)
+		if (!EddyModuleIsFilter(es->modules[i]))
 			all_filters = false;
 	es->chain = es->nsources == 1;
 	if (es->chain && (!all_filters || es->nmodules > EDDY_MAX_SELECTIONS))

@@ -516,7 +516,7 @@ begin_local_qual(EddyState *es, int i, EddySource *src)
 		EddyModule *m = es->modules[j];
 		Node	   *expr;
 
-		if (m->filter == NULL || (m->target[0].need & ~(1u << i)) != 0)
+		if (!EddyModuleFiltersSource(m, i))
 			continue;
 		expr = EddyRewriteForSource((Node *) m->expr, src, tlist, false);
 		if (expr == NULL)
@@ -611,7 +611,7 @@ EddyLocalChainsBegin(EddyState *es)
 		{
 			EddyModule *m = es->modules[j];
 
-			if (m->filter != NULL && (m->target[0].need & ~(1u << i)) == 0)
+			if (EddyModuleFiltersSource(m, i))
 				src->local_sels = true;
 		}
 		if (src->local_sels || !paced)

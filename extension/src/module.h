@@ -236,6 +236,24 @@ struct EddyModule
 	EddyModuleStats stats[2];
 };
 
+/*
+ * The filter capability, asked through these two and nowhere else outside
+ * the module files: whether a module is a filter, and whether it is one
+ * over source x alone (its one direction needs nothing else), which local
+ * chains run at the scan and replay and spilling keep the done bit of.
+ */
+static inline bool
+EddyModuleIsFilter(const EddyModule *m)
+{
+	return m->filter != NULL;
+}
+
+static inline bool
+EddyModuleFiltersSource(const EddyModule *m, int x)
+{
+	return m->filter != NULL && (m->target[0].need & ~(1u << x)) == 0;
+}
+
 /* Module constructors, by EddyModuleKind (exec.c calls them in plan order) */
 extern EddyModule *EddySelectionBegin(EddyState *es, List *desc, int index);
 extern EddyModule *EddyHashJoinBegin(EddyState *es, List *desc, int index);

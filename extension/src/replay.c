@@ -36,10 +36,8 @@ EddySelectionsAlone(EddyState *es)
 		EddyModule *m = es->modules[i];
 		int			x;
 
-		if (m->filter == NULL)
-			continue;
 		for (x = 0; x < es->nsources; x++)
-			if ((m->target[0].need & ~(1u << x)) == 0)
+			if (EddyModuleFiltersSource(m, x))
 				xonly[x] |= UINT64CONST(1) << i;
 	}
 	return xonly;
