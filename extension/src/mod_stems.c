@@ -110,6 +110,7 @@ static const EddyStateMethods stems_state = {
 void
 EddyStemsInit(EddyState *es)
 {
+	int			pass;
 	int			i;
 	int			s;
 
@@ -129,53 +130,55 @@ EddyStemsInit(EddyState *es)
 		es->stems_refused = "a parallel eddy that exchanges its state keeps STAIRs";
 		return;
 	}
-	for (i = 0; i < es->nmodules; i++)
+	/* pass 0 checks every end, pass 1 sets SteM mode up */
+	for (pass = 0; pass < 2; pass++)
 	{
-		EddyHashJoin *hj = EddyHashJoinOf(es->modules[i]);
-
-		if (hj == NULL)
-			continue;
-		for (s = 0; s < 2; s++)
+		if (pass == 1)
 		{
-			EddySource *src = &es->sources[hj->ends.rel[s]];
+			es->stems = true;
+			es->build_first = stems_build;
+			es->stamp_rows = true;
+			es->migrate_refused = "SteM mode stores base tuples only";
+			es->spill_refused = "SteM mode does not spill";
+		}
+		for (i = 0; i < es->nmodules; i++)
+		{
+			EddyHashJoin *hj = EddyHashJoinOf(es->modules[i]);
 
-			if (src->method != EDDY_SOURCE_SCAN)
+			if (hj == NULL)
+				continue;
+			for (s = 0; s < 2; s++)
 			{
-				es->stems_refused =
-					psprintf("%s, reached through an index join, is an end of hash join %d",
-							 get_rel_name(src->heapoid), i + 1);
-				return;
+				EddySource *src = &es->sources[hj->ends.rel[s]];
+
+				if (pass == 0)
+				{
+					if (src->method != EDDY_SOURCE_SCAN)
+					{
+						es->stems_refused =
+							psprintf("%s, reached through an index join, is an end of hash join %d",
+									 get_rel_name(src->heapoid), i + 1);
+						return;
+					}
+					continue;
+				}
+				if (src->build_join == NULL)
+				{
+					src->build_join = palloc(sizeof(EddyModule *) * 2 * es->nmodules);
+					src->build_side = palloc(sizeof(int) * 2 * es->nmodules);
+				}
+				src->build_join[src->nbuild] = &hj->module;
+				src->build_side[src->nbuild] = s;
+				src->nbuild++;
+				/* a SteM never holds the tuples routed to it */
+				hj->stair[s]->complete = false;
+			}
+			if (pass == 1)
+			{
+				hj->module.methods = &stems_methods;
+				hj->module.state = &stems_state;
 			}
 		}
-	}
-	es->stems = true;
-	es->build_first = stems_build;
-	es->stamp_rows = true;
-	es->migrate_refused = "SteM mode stores base tuples only";
-	es->spill_refused = "SteM mode does not spill";
-	for (i = 0; i < es->nmodules; i++)
-	{
-		EddyHashJoin *hj = EddyHashJoinOf(es->modules[i]);
-
-		if (hj == NULL)
-			continue;
-		for (s = 0; s < 2; s++)
-		{
-			EddySource *src = &es->sources[hj->ends.rel[s]];
-
-			if (src->build_join == NULL)
-			{
-				src->build_join = palloc(sizeof(EddyModule *) * 2 * es->nmodules);
-				src->build_side = palloc(sizeof(int) * 2 * es->nmodules);
-			}
-			src->build_join[src->nbuild] = &hj->module;
-			src->build_side[src->nbuild] = s;
-			src->nbuild++;
-			/* a SteM never holds the tuples routed to it */
-			hj->stair[s]->complete = false;
-		}
-		hj->module.methods = &stems_methods;
-		hj->module.state = &stems_state;
 	}
 }
 
