@@ -173,6 +173,7 @@ extern int	eddy_routing_policy;
 extern int	eddy_lottery_window;
 extern double eddy_selection_min_cost;
 extern bool eddy_static_shj;
+extern bool eddy_filter_before_store;
 extern int	eddy_parallel_exchange;	/* EddyExchangeSetting */
 extern int	eddy_join_method;
 extern int	eddy_max_sources;

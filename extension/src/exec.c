@@ -330,6 +330,46 @@ source_rows(void *arg, int source, bool planned)
 	return Max(src->est_rows, 1.0);
 }
 
+/*
+ * Storing has a price (eddy.filter_before_store): a tuple routed to a
+ * module that keeps state may be stored there, and a base tuple stored
+ * before a selection of its own relation drops it costs memory and a probe
+ * of every later match for nothing (a 9%-selective dimension stored whole,
+ * when its join looked like a cheap filter to the rank policy).  So each
+ * direction of such a module takes its end relation's tuples only after
+ * that relation's own filters: they join the direction's prerequisites.
+ * Every tuple routed there spans the end relation (its need), and such a
+ * filter needs that relation alone and has only filters of it as
+ * prerequisites, so the constraint can always be met.
+ */
+static void
+store_after_filters(EddyState *es)
+{
+	int			i;
+	int			j;
+	int			d;
+
+	for (i = 0; i < es->nmodules; i++)
+	{
+		EddyModule *m = es->modules[i];
+
+		if (m->state == NULL)
+			continue;
+		for (d = 0; d < m->ndirs; d++)
+		{
+			uint32		need = m->target[d].need;
+			int			x;
+
+			if (need == 0 || (need & (need - 1)) != 0)
+				continue;		/* not one end relation */
+			x = pg_rightmost_one_pos32(need);
+			for (j = 0; j < es->nmodules; j++)
+				if (j != i && EddyModuleFiltersSource(es->modules[j], x))
+					m->target[d].prereq |= UINT64CONST(1) << j;
+		}
+	}
+}
+
 /* The modules, in plan order, and their routing targets */
 static void
 begin_modules(EddyState *es, List *descs)
@@ -349,6 +389,8 @@ begin_modules(EddyState *es, List *descs)
 		es->modules[i] = module_begin[kind] (es, d, i);
 		es->ntargets += es->modules[i]->ndirs;
 	}
+	if (eddy_filter_before_store)
+		store_after_filters(es);
 	es->targets = palloc0(sizeof(EddyRouteTarget) * Max(es->ntargets, 1));
 	for (i = 0; i < es->nmodules; i++)
 	{

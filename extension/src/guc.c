@@ -21,6 +21,7 @@ int			eddy_routing_policy = EDDY_POLICY_RANK;
 int			eddy_lottery_window = EDDY_DEFAULT_LOTTERY_WINDOW;
 double		eddy_selection_min_cost = EDDY_DEFAULT_SELECTION_MIN_COST;
 bool		eddy_static_shj = false;
+bool		eddy_filter_before_store = true;
 int			eddy_parallel_exchange = EDDY_EXCHANGE_AUTO;
 int			eddy_join_method = EDDY_JOIN_AUTO;
 int			eddy_max_sources = EDDY_DEFAULT_MAX_SOURCES;
@@ -184,6 +185,18 @@ EddyGucInit(void)
 							 EDDY_DEFAULT_SELECTION_MIN_COST,
 							 0.0,
 							 EDDY_MAX_SELECTION_MIN_COST,
+							 PGC_USERSET,
+							 0,
+							 NULL,
+							 NULL,
+							 NULL);
+
+	DefineCustomBoolVariable("eddy.filter_before_store",
+							 "A base tuple passes its own relation's selections before a hash join stores it.",
+							 "Off: the routing may send it to a join first, which stores it unfiltered "
+							 "(the papers' free routing; it can store many times the rows).",
+							 &eddy_filter_before_store,
+							 true,
 							 PGC_USERSET,
 							 0,
 							 NULL,

@@ -119,11 +119,12 @@ EXECUTOR_VARIANTS: list[dict[str, str]] = [
     {"debug_spill_after": "40"},
     {"state_mode": "stems", "source_schedule": "proportional"},
     {"reopt_frequency": "1", "routing_policy": "rank"},
+    {"filter_before_store": "off", "routing_policy": "random"},
 ]
 EXECUTOR_DEFAULTS: dict[str, str] = {
     "routing_policy": "rank", "migration": "off", "debug_migrate_every": "0",
     "debug_spill_after": "0", "state_mode": "stairs", "source_schedule": "build",
-    "reopt_frequency": "100"}
+    "reopt_frequency": "100", "filter_before_store": "on"}
 
 
 def vanilla_multiset(conn: psycopg.Connection, query: str) -> Counter:
