@@ -368,3 +368,51 @@ def test_rates_and_delays_name_table_function_and_working_table_sources(path3, k
         assert any(listed in e.get("Source Schedule", "") for e in eddies), \
             [e.get("Source Schedule") for e in eddies]
         assert multiset(path3.execute(q).fetchall()) == want, (schedule, q)
+
+
+def test_rates_and_delays_name_a_transition_table_source(path3):
+    """A trigger's transition table (NamedTuplestoreScan) is a source named by
+    its name in the trigger's queries: eddy.source_rates and
+    eddy.source_delays reach it, EXPLAIN (run inside the trigger) lists its
+    rate and delay, and the rows the trigger's join makes are PostgreSQL's."""
+    path3.execute("""
+        CREATE TABLE ins (id int, rid int);
+        CREATE TABLE plans (setting text, plan json);
+        CREATE TABLE joined (setting text, nid int, sid int, rv int);
+        CREATE FUNCTION ins_join() RETURNS trigger LANGUAGE plpgsql AS $$
+        DECLARE
+            q text := 'SELECT nt.id, s.id, r.v FROM nt JOIN s ON s.rid = nt.rid'
+                      ' JOIN r ON r.id = s.rid WHERE s.id % 7 = 0';
+            p json;
+        BEGIN
+            EXECUTE 'EXPLAIN (ANALYZE, FORMAT JSON) ' || q INTO p;
+            INSERT INTO plans VALUES (current_setting('eddy.source_schedule'), p);
+            EXECUTE 'INSERT INTO joined SELECT current_setting(''eddy.source_schedule''), * FROM ('
+                    || q || ') x';
+            RETURN NULL;
+        END $$;
+        CREATE TRIGGER ins_join AFTER INSERT ON ins REFERENCING NEW TABLE AS nt
+            FOR EACH STATEMENT EXECUTE FUNCTION ins_join();
+    """)
+    insert = f"INSERT INTO ins SELECT g, g % {DIM} FROM generate_series(1, 300) g"
+    set_gucs(path3, enabled="off", source_schedule="build")
+    path3.execute(insert)
+    want = multiset(path3.execute(
+        "SELECT nid, sid, rv FROM joined WHERE setting = 'build'").fetchall())
+    assert want
+    path3.execute("TRUNCATE joined, plans")
+    for schedule, setting, listed in (
+            ("proportional", {"source_rates": "nt=3"}, "nt rate 3"),
+            ("build", {"source_delays": "nt=20"}, "nt delay 20 ms")):
+        set_gucs(path3, enabled="on", source_schedule=schedule,
+                 **({"source_rates": "", "source_delays": ""} | setting))
+        path3.execute(insert)
+        plan = sql_value(path3, "SELECT plan FROM plans WHERE setting = %s", (schedule,))
+        doc = plan if isinstance(plan, list) else json.loads(plan)
+        eddies = eddy_nodes(doc[0]["Plan"])
+        assert eddies, doc
+        assert any(listed in e.get("Source Schedule", "") for e in eddies), \
+            [e.get("Source Schedule") for e in eddies]
+        got = multiset(path3.execute(
+            "SELECT nid, sid, rv FROM joined WHERE setting = %s", (schedule,)).fetchall())
+        assert got == want, schedule
