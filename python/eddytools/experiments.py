@@ -370,12 +370,17 @@ def run_once(conn: psycopg.Connection, cfg: Config) -> tuple[float, int, str]:
 
 class Measurer:
     def __init__(self, conn: psycopg.Connection, result: Result, avail: Availability,
-                 progress: Callable[[str], None], skip: frozenset[str] = frozenset()) -> None:
+                 progress: Callable[[str], None], skip: frozenset[str] = frozenset(),
+                 counters: Callable[[psycopg.Connection, Config], dict] | None = None
+                 ) -> None:
         self.conn = conn
         self.result = result
         self.avail = avail
         self.progress = progress
         self.skip = skip
+        # what EXPLAIN ANALYZE records of an eddy (the Eddies paper's
+        # experiments, eddytools.eddies_paper, add its routing)
+        self.counters = counters or eddy_counters
 
     def usable(self, case: Case) -> list[Config]:
         """The case's configurations the server has and whose plans are right."""
@@ -432,7 +437,7 @@ class Measurer:
                     continue
                 self.progress(f"{case.figure} {case.case} {cfg.name} (EXPLAIN ANALYZE)")
                 try:
-                    row = eddy_counters(self.conn, cfg)
+                    row = self.counters(self.conn, cfg)
                 except psycopg.Error as e:
                     self.result.errors.append(
                         f"EXPLAIN ANALYZE failed: figure {case.figure} {case.case} "
