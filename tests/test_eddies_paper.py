@@ -206,3 +206,24 @@ def test_figures_name_their_experiments():
 
 def test_default_folder_is_untracked():
     assert Path("experiments-results/eddies") == ep.DEFAULT_OUT
+
+
+def test_experiments_command_runs_the_eddies_figures(monkeypatch, tmp_path):
+    """make experiments' command (eddytools.experiments) takes e4 .. e13 and
+    hands them to eddies_paper with OUT/eddies, running no STAIRs figure
+    when none is asked for."""
+    from eddytools import experiments as ex
+
+    assert ex.EDDIES_FIGURES == ep.FIGURES
+    calls: list[list[str]] = []
+
+    def fake_main(argv: list[str]) -> int:
+        calls.append(argv)
+        return 0
+
+    monkeypatch.setattr(ep, "main", fake_main)
+    assert ex.main(["--dsn", "x", "--out", str(tmp_path), "--quick",
+                    "--figures", "e12,e4"]) == 0
+    assert calls == [["--dsn", "x", "--out", str(tmp_path / "eddies"), "--figures",
+                      "e4,e12", "--quick"]]
+    assert not (tmp_path / "results.json").exists()
