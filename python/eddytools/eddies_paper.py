@@ -69,9 +69,11 @@ Method (eddytools.experiments.Measurer): per case every configuration's plan
 is checked, each runs once unrecorded and must return Base's answer (row
 count and order-independent digest), each eddy once under EXPLAIN (ANALYZE,
 VERBOSE) for its routing counters, then --rounds timed rounds in an order
-rotated from round to round.  A different answer is an error, never a data
-point (exit status 3).  Output in --out: measurements.csv, summary.csv,
-counters.csv, routing.csv (the shares of Figures 6, 9, 11 and 13),
+rotated from round to round (--sweep-rounds per point of e4-e5).  A
+different answer is an error, never a data point (exit status 3).  The goals
+compare the fastest round of each configuration (min_ms of summary.csv; the
+machine's noise only adds time), the plots the medians.  Output in --out:
+measurements.csv, summary.csv, counters.csv, routing.csv (the shares of Figures 6, 9, 11 and 13),
 results.json (with the settings, environment record, goals and errors) and
 the plots eddies_fig4-6.png, eddies_fig7-9.png, eddies_fig10-11.png,
 eddies_fig12-13.png.
@@ -104,7 +106,7 @@ MEASURED_BY = {"e4": "e4", "e5": "e5", "e6": ("e4", "e5"), "e7": "e7", "e8": "e8
 EXPERIMENTS = ("e4", "e5", "e7", "e8", "e10", "e11", "e12")
 DEFAULT_OUT = Path("experiments-results/eddies")
 
-FULL = {"scale": 1.0, "rounds": 3, "sweep_rounds": 2, "costs": list(range(1, 10)),
+FULL = {"scale": 1.0, "rounds": 3, "sweep_rounds": 3, "costs": list(range(1, 10)),
         "selectivities": list(range(10, 100, 10))}
 QUICK = {"scale": 0.2, "rounds": 1, "sweep_rounds": 1, "costs": [1, 9],
          "selectivities": [10, 90]}
@@ -590,13 +592,23 @@ def run_figures(conn: psycopg.Connection, args: argparse.Namespace, result: Resu
 
 # --------------------------------------------------------------------------- goals
 
-def medians(result: Result, figure: str) -> dict[str, dict[str, float]]:
-    """case -> config -> median ms."""
+def medians(result: Result, figure: str, key: str = "median_ms"
+            ) -> dict[str, dict[str, float]]:
+    """case -> config -> median ms (or another column of summary.csv)."""
     out: dict[str, dict[str, float]] = {}
     for row in result.summary:
         if row.figure == figure:
-            out.setdefault(row.case, {})[row.config] = float(row.median_ms)
+            out.setdefault(row.case, {})[row.config] = float(getattr(row, key))
     return out
+
+
+def fastest(result: Result, figure: str) -> dict[str, dict[str, float]]:
+    """case -> config -> the fastest of its timed rounds, ms: what the goals
+    compare.  The machine is shared; its noise only ever adds time (the same
+    work, base and static-12 against static-21 at equal costs, differed by up
+    to 22% in medians of two rounds), so the fastest round is the steadier
+    estimate of a configuration's own cost."""
+    return medians(result, figure, "min_ms")
 
 
 def routing_of(result: Result, figure: str, config: str) -> list[dict]:
@@ -605,7 +617,7 @@ def routing_of(result: Result, figure: str, config: str) -> list[dict]:
 
 def against_base(result: Result, figure: str, paper: str) -> None:
     """Issue 47: each figure's times beside PostgreSQL's own plan."""
-    cases = medians(result, figure)
+    cases = fastest(result, figure)
     parts = []
     for case, meds in cases.items():
         base = meds.get("base")
@@ -619,7 +631,7 @@ def against_base(result: Result, figure: str, paper: str) -> None:
 
 def compute_goals(result: Result) -> None:
     for figure in ("e4", "e5"):
-        cases = medians(result, figure)
+        cases = fastest(result, figure)
         if not cases:
             continue
         worst, where = 0.0, ""
@@ -645,29 +657,33 @@ def compute_goals(result: Result) -> None:
                     "(5% slack)", between, "; ".join(outside) or "every point")
         against_base(result, figure, "the paper compares static orders and eddies only")
     for figure in ("e7", "e8"):
-        cases = medians(result, figure)
+        cases = fastest(result, figure)
         if not cases:
             continue
         parts, ok = [], True
         for case, meds in cases.items():
             statics = [v for k, v in meds.items() if k.startswith(("static-", "shj-"))]
-            if statics and "rank" in meds:
-                ratio = meds["rank"] / min(statics)
-                ok = ok and ratio <= 1.2
-                parts.append(f"{case}: {ratio:.2f}x")
-        ex.add_goal(result, figure, "the eddy (rank) within 1.2x of the best static plan",
-                    ok if parts else None, "; ".join(parts))
+            for config in ("rank", "lottery"):
+                if statics and config in meds:
+                    ratio = meds[config] / min(statics)
+                    if config == "rank":
+                        ok = ok and ratio <= 1.2
+                    parts.append(f"{case}: {label(config)} {ratio:.2f}x")
+        ex.add_goal(result, figure, "the eddy (rank) within 1.2x of the best static plan "
+                    "(the paper's lottery beside it)", ok if parts else None, "; ".join(parts))
         against_base(result, figure, "the paper compares static plans and eddies only")
-    rows = [r for r in result.routing if r["figure"] in ("e7", "e8") and r["config"] == "rank"]
-    if rows:
-        vals = [(f"{r['figure']} {r['case']}", r["optimal_share_learned"]) for r in rows]
-        ok = all(v is not None and v >= 0.8 for _, v in vals)
-        ex.add_goal(result, "e9", "at least 80% of S's tuples routed in the optimal order once "
-                    "learned (after the first tenth), rank",
-                    ok, "; ".join(f"{c}: {v:.1%}" if v is not None else f"{c}: n/a"
-                                  for c, v in vals))
+    for config in ("rank", "lottery"):
+        rows = [r for r in result.routing
+                if r["figure"] in ("e7", "e8") and r["config"] == config]
+        if rows:
+            vals = [(f"{r['figure']} {r['case']}", r["optimal_share_learned"]) for r in rows]
+            ok = all(v is not None and v >= 0.8 for _, v in vals)
+            ex.add_goal(result, "e9", "at least 80% of S's tuples routed in the optimal order "
+                        f"once learned (after the first tenth), {label(config)}",
+                        ok, "; ".join(f"{c}: {v:.1%}" if v is not None else f"{c}: n/a"
+                                      for c, v in vals))
     for figure in ("e10", "e11"):
-        cases = medians(result, figure)
+        cases = fastest(result, figure)
         if not cases:
             continue
         for meds in cases.values():
@@ -677,16 +693,22 @@ def compute_goals(result: Result) -> None:
                         (w < min(statics)) if w is not None and len(statics) == 2 else None,
                         f"windowed lottery {w or 0:.0f} ms, static "
                         + ", ".join(f"{v:.0f}" for v in statics) + " ms")
-        route = routing_of(result, figure, "lottery-window")
-        if route:
-            shares = route[0]["cheap_first_per_period"]
-            ok = bool(shares) and all(s is not None and s >= 0.7 for s in shares)
-            ex.add_goal(result, "e11" if figure == "e11" else "e10",
-                        "in each period at least 70% of tuples go first to the cheap join "
-                        "(windowed lottery)", ok,
-                        ", ".join(f"{s:.1%}" if s is not None else "n/a" for s in shares))
+        for config in ("lottery-window", "rank"):
+            route = routing_of(result, figure, config)
+            if route:
+                shares = route[0]["cheap_first_per_period"]
+                ok = bool(shares) and all(s is not None and s >= 0.7 for s in shares)
+                ex.add_goal(result, figure,
+                            "in each period at least 70% of tuples go first to the cheap join "
+                            f"({label(config)})", ok,
+                            ", ".join(f"{s:.1%}" if s is not None else "n/a" for s in shares))
+        for meds in cases.values():
+            statics = [meds[k] for k in ("static-1-2", "static-2-1") if k in meds]
+            if "rank" in meds and len(statics) == 2:
+                ex.add_goal(result, figure, "rank beats both static orders (beside the goal)",
+                            meds["rank"] < min(statics), f"rank {meds['rank']:.0f} ms")
         against_base(result, figure, "the paper compares static plans and eddies only")
-    cases = medians(result, "e12")
+    cases = fastest(result, "e12")
     for meds in cases.values():
         statics = [meds[k] for k in ("shj-rs-t", "shj-st-r") if k in meds]
         for cfg in ("migration", "migration-greedy", "rank"):
