@@ -144,7 +144,7 @@ def test_alternating_costs_are_counted_per_period(eddy_conn):
 
 
 @pytest.mark.xfail(strict=False, reason="measured: the windowed lottery does not follow "
-                   "1,000-row phases (docs/experiments/eddies: 82%, 46%, 21%, 0% of each "
+                   "1,000-row phases (docs/experiments/eddies: 82%, 37%, 21%, 0% of each "
                    "period first to the cheap join): a join routed second gets one probe "
                    "in ten and one in 128 of those is timed, so its cost estimate lags the "
                    "phase")
