@@ -45,7 +45,11 @@
 #                    (untracked; EXPERIMENTS_OUT=dir elsewhere), or, with
 #                    PUBLISH=1, in docs/experiments/ (EXPERIMENTS_ARGS="--quick"
 #                    for a smoke run; see .venv/bin/python -m
-#                    eddytools.experiments --help)
+#                    eddytools.experiments --help); first, the Eddies paper's
+#                    experiments (SIGMOD 2000, Figures 4-13: eddytools.
+#                    eddies_paper) into experiments-results/eddies/ or
+#                    docs/experiments/eddies/ (EXPERIMENTS_ARGS="--figures
+#                    e4,e5,e6,e7,e8,e9,e10,e11,e12,e13" for those alone)
 #   make tpch-bench  TPC-H's 22 queries with the eddy on and off (issue 13),
 #                    under PostgreSQL's defaults and with work_mem 64MB, serial
 #                    and parallel: plans with an Eddy and the planner's reasons
@@ -192,7 +196,10 @@ bench: sysdeps venv
 # The STAIRs experiments, set up as the benchmark is (non-assert build, own
 # server unless DSN=..., results untracked unless PUBLISH=1 or
 # EXPERIMENTS_PUBLISH=1).  The full default run takes about the time given in
-# docs/experiments/README.md; EXPERIMENTS_ARGS="--quick" a few minutes.
+# docs/experiments/README.md; EXPERIMENTS_ARGS="--quick" a few minutes.  The
+# Eddies paper's Figures 4-13 run first, into $(EXPERIMENTS_OUT)/eddies
+# (eddytools.eddies_paper; EXPERIMENTS_ARGS="--figures e4,e5,...,e13" runs
+# them alone, about 10 minutes).
 PUBLISH ?=
 EXPERIMENTS_PUBLISH ?= $(PUBLISH)
 EXPERIMENTS_OUT ?= $(if $(filter 1 yes true,$(EXPERIMENTS_PUBLISH)),docs/experiments,experiments-results)

@@ -14,8 +14,11 @@ import pytest
 from eddytools import experiments as ex
 from eddytools import joinorder as jo
 
+# the STAIRs figures only (the Eddies paper's, e4 .. e13, run by default too,
+# are tests/test_eddies_paper.py's)
 TINY = ["--quick", "--rst-rows", "2000", "--sf", "0.01", "--syn-scale", "0.02",
-        "--setups", "3", "--rounds", "2", "--setup-rounds", "1", "--no-progress"]
+        "--setups", "3", "--rounds", "2", "--setup-rounds", "1", "--no-progress",
+        "--figures", "9,7,8"]
 
 
 def test_quick_run_on_tiny_data(pg_dsn, tmp_path, capsys):

@@ -20,3 +20,23 @@ COST 1000000;
 
 COMMENT ON FUNCTION delay(int, int) IS
 'busy-waits usecs microseconds, then returns value (the expensive predicate of the eddy overhead study)';
+
+/*
+ * delay_phased(value, pos, fast_usecs, slow_usecs, period): busy-wait
+ * fast_usecs when pos / period is even, slow_usecs when it is odd,
+ * then return value (delay.c).  The changing cost of the Eddies paper's
+ * Figures 10 and 11: with pos the row's place in the scan, the cost
+ * flips every period rows.  STABLE, not VOLATILE like delay: its result is
+ * a function of its arguments, and a STABLE expression may be the outer side
+ * of an index qual, which puts the cost inside an index join's probe.
+ * COST as delay's.
+ */
+CREATE FUNCTION delay_phased(value int, pos int, fast_usecs int, slow_usecs int,
+							 period int)
+RETURNS int
+AS 'MODULE_PATHNAME', 'eddy_delay_phased'
+LANGUAGE C STRICT STABLE PARALLEL SAFE
+COST 1000000;
+
+COMMENT ON FUNCTION delay_phased(int, int, int, int, int) IS
+'busy-waits fast_usecs (pos / period even) or slow_usecs (odd), then returns value (the changing costs of the Eddies paper''s Figures 10 and 11)';

@@ -23,6 +23,10 @@ Figures:
       the static SHJ reads its base-relation inputs with the eddies'
       proportional schedule, rates and delays (--shj-sources)
 
+  e4 .. e13  the Eddies paper's Figures 4-13 (SIGMOD 2000), run first by
+      eddytools.eddies_paper into OUT/eddies (its own results.json and
+      plots; --quick, --no-plots and --no-progress are passed on)
+
 Configurations (session settings; every run starts from RESET ALL plus
 synchronize_seqscans = off, max_parallel_workers_per_gather = 0, jit = off,
 work_mem = 64MB, eddy.max_memory = 4GB):
@@ -93,6 +97,10 @@ from eddytools.joinorder import Edge, largest_intermediate, make_edge, plan_exce
 
 PROG = "eddytools.experiments"
 FIGURES = ("9", "7", "8")
+# The Eddies paper's figures (eddytools.eddies_paper, which imports this
+# module: its FIGURES, repeated here), run by the same command into
+# <out>/eddies
+EDDIES_FIGURES = ("e4", "e5", "e6", "e7", "e8", "e9", "e10", "e11", "e12", "e13")
 DEFAULT_OUT = Path("experiments-results")
 POLICIES = ("rank", "cumulative", "lottery", "random")
 SHJ_SOURCES = ("same", "delays", "none")
@@ -370,12 +378,17 @@ def run_once(conn: psycopg.Connection, cfg: Config) -> tuple[float, int, str]:
 
 class Measurer:
     def __init__(self, conn: psycopg.Connection, result: Result, avail: Availability,
-                 progress: Callable[[str], None], skip: frozenset[str] = frozenset()) -> None:
+                 progress: Callable[[str], None], skip: frozenset[str] = frozenset(),
+                 counters: Callable[[psycopg.Connection, Config], dict] | None = None
+                 ) -> None:
         self.conn = conn
         self.result = result
         self.avail = avail
         self.progress = progress
         self.skip = skip
+        # what EXPLAIN ANALYZE records of an eddy (the Eddies paper's
+        # experiments, eddytools.eddies_paper, add its routing)
+        self.counters = counters or eddy_counters
 
     def usable(self, case: Case) -> list[Config]:
         """The case's configurations the server has and whose plans are right."""
@@ -432,7 +445,7 @@ class Measurer:
                     continue
                 self.progress(f"{case.figure} {case.case} {cfg.name} (EXPLAIN ANALYZE)")
                 try:
-                    row = eddy_counters(self.conn, cfg)
+                    row = self.counters(self.conn, cfg)
                 except psycopg.Error as e:
                     self.result.errors.append(
                         f"EXPLAIN ANALYZE failed: figure {case.figure} {case.case} "
@@ -1279,8 +1292,11 @@ def build_parser() -> argparse.ArgumentParser:
         quick_help="smoke run: Figure 9 at 50,000 rows, TPC-H SF 0.1, "
                    f"{QUICK['setups']} setups, {QUICK['rounds']} rounds "
                    f"({QUICK['setup_rounds']} per setup)")
-    ap.add_argument("--figures", type=csv_list(FIGURES), default=list(FIGURES),
-                    help="comma-separated, from 9, 7, 8, run in that order (default: all)")
+    ap.add_argument("--figures", type=csv_list(FIGURES + EDDIES_FIGURES),
+                    default=list(FIGURES + EDDIES_FIGURES),
+                    help="comma-separated, from 9, 7, 8, run in that order, and the Eddies "
+                         "paper's e4 .. e13 (python -m eddytools.eddies_paper --quick if "
+                         "--quick, into OUT/eddies, run first; default: all)")
     ap.add_argument("--long", action="store_true",
                     help=f"Figure 8 with the paper's {LONG_SETUPS} setups, and greedy "
                          "migration in Figure 7(ii)")
@@ -1342,7 +1358,11 @@ def resolve(args: argparse.Namespace) -> None:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = build_parser().parse_args(argv)
+    eddies = [f for f in EDDIES_FIGURES if f in args.figures]
     resolve(args)
+    eddies_status = run_eddies_paper(args, eddies) if eddies else 0
+    if not args.figures:
+        return eddies_status
     if min(args.rounds, args.hold_rounds, args.setup_rounds) < 1 or args.setups < 0 \
             or args.sf <= 0 or args.syn_scale <= 0 \
             or any(n < 10 or n % 10 for n in args.rst_rows):
@@ -1401,10 +1421,23 @@ def main(argv: list[str] | None = None) -> int:
             + f"; {result.environment['seconds']:.0f} s")
 
     try:
-        return harness.run("experiments", result, run, conclude)
+        status = harness.run("experiments", result, run, conclude)
+        return eddies_status or status
     except ConfigUnavailable as e:
         print(f"experiments: routing policy {e}", file=sys.stderr)
         return 2
+
+
+def run_eddies_paper(args: argparse.Namespace, figures: list[str]) -> int:
+    """The Eddies paper's figures (eddytools.eddies_paper) into OUT/eddies,
+    with --quick, --no-plots and --no-progress passed on; its exit status."""
+    from eddytools import eddies_paper
+
+    argv = ["--dsn", args.dsn, "--out", str(args.out / "eddies"), "--figures",
+            ",".join(figures)]
+    argv += [o for o, on in (("--quick", args.quick), ("--no-plots", args.no_plots),
+                             ("--no-progress", args.no_progress)) if on]
+    return eddies_paper.main(argv)
 
 
 def cli() -> None:
