@@ -42,8 +42,13 @@
  * storage type) keeps the module on the heap path; so does a hash index,
  * which returns nothing (the planner does not mark it).  The issue's star
  * query (issue 48): count(*) of a 1M-row fact joined through its foreign
- * key's index to a filtered dimension fetched every match from the heap,
- * where PostgreSQL's nested loop read the index alone.
+ * key's index to a dimension filtered to 100 of its 10,000 rows (10,000
+ * matches, each on its own page) fetched every match from the heap, where
+ * PostgreSQL's nested loop read the index alone: 24-25 ms against
+ * vanilla's 1.8-2.6 ms (medians of 21 alternating EXPLAIN ANALYZE runs,
+ * TIMING OFF, two servers, non-assert builds); index-only, with Heap
+ * Fetches: 0 as vanilla's, 1.7-2.8 ms against 1.6-2.5 ms (paired
+ * eddy/vanilla medians 1.12x and 1.15x, from 8.7x and 12.0x).
  *
  * Fetch chains.  The selections over end 1's relation alone that the
  * routing sends an inner join's matches to first are evaluated on the heap
