@@ -339,6 +339,39 @@ make_selection_modules(PlannerInfo *root, EddyJoinPath *jp, PlanSelections *sels
 }
 
 /*
+ * May the index join of edge e into relation `into` read the index alone,
+ * as an index-only scan does (check_index_only, indxpath.c)?  Every column
+ * the block needs of the relation (jp->targets: what is read above the
+ * block, the join keys, the selections over it, a semi or anti join's
+ * inner qual, later joins' keys; the columns of its source range) must be
+ * a plain key or included column the index can return (amcanreturn, per
+ * column: a hash index returns none), and enable_indexonlyscan on.
+ */
+static bool
+index_join_index_only(EddyJoinPath *jp, JoinEdge *e, int into)
+{
+	IndexOptInfo *index = e->index;
+	ListCell   *lc;
+
+	if (!enable_indexonlyscan)
+		return false;
+	foreach(lc, jp->targets[into]->exprs)
+	{
+		Var		   *var = lfirst(lc);
+		int			col;
+
+		if (!IsA(var, Var) || var->varattno <= 0)
+			return false;
+		for (col = 0; col < index->ncolumns; col++)
+			if (index->indexkeys[col] == var->varattno && index->canreturn[col])
+				break;
+		if (col >= index->ncolumns)
+			return false;
+	}
+	return true;
+}
+
+/*
  * Join modules (returned), one per edge of the tree, in jp->edges order.
  * An index join's end 0 is the relation it probes from, end 1 the one it
  * probes into; a hash join's ends are the edge's.  Key expressions and the
@@ -449,6 +482,9 @@ make_join_modules(PlannerInfo *root, EddyJoinPath *jp, List **scan_quals,
 											 EddyPrivateIntegers(e->index_cols) : NIL);
 		items[EddyJoinType] = (Node *) makeInteger(index_join ? jp->jointype[side1] : JOIN_INNER);
 		items[EddyJoinInnerQual] = (Node *) makeInteger(-1);
+		items[EddyJoinIndexOnly] =
+			(Node *) makeInteger(index_join &&
+								 index_join_index_only(jp, e, side1) ? 1 : 0);
 		if (index_join && jp->jointype[side1] != JOIN_INNER)
 		{
 			SpecialJoinInfo *sjinfo = jp->sjinfo[side1];

@@ -176,6 +176,13 @@ typedef enum EddyJoinPrivateIndex
 	EddyJoinPresizeRows,		/* List of 2 Float: the entries each side's
 								 * STAIR is likely to hold, to size its slot
 								 * array at its first insertion */
+	EddyJoinIndexOnly,			/* Integer (0/1): INDEX_JOIN: every column the
+								 * block needs of end 1's relation is
+								 * returned by the index, and index-only
+								 * scans are enabled: the module reads the
+								 * index tuples and visits the heap only for
+								 * pages not all visible (mod_indexjoin.c);
+								 * HASH_JOIN: 0 */
 	EddyJoinNumItems
 } EddyJoinPrivateIndex;
 
