@@ -163,6 +163,38 @@ def environment(conn: psycopg.Connection) -> dict[str, Any]:
     }
 
 
+def eddy_settings(conn: psycopg.Connection) -> dict[str, str]:
+    """Every eddy.* setting of the session, as SHOW gives it (the record of
+    "the eddy's defaults" a results folder was measured with)."""
+    return {r[0]: r[1] for r in conn.execute(
+        "SELECT name, current_setting(name) FROM pg_settings WHERE name LIKE 'eddy.%' "
+        "ORDER BY name")}
+
+
+def explain_with_reasons(conn: psycopg.Connection, query: str,
+                         reasons: bool = True) -> tuple[str, list[str]]:
+    """EXPLAIN's text of ``query`` and, if ``reasons``, the planner's
+    messages about eddies (its reasons for declining, logged at DEBUG1,
+    caught as notices with client_min_messages = debug1), each once."""
+    messages: list[str] = []
+
+    def handler(diag: psycopg.errors.Diagnostic) -> None:
+        msg = diag.message_primary or ""
+        if msg.startswith("eddy") and msg not in messages:
+            messages.append(msg)
+
+    if reasons:
+        conn.add_notice_handler(handler)
+        conn.execute("SET client_min_messages = debug1")
+    try:
+        text = "\n".join(r[0] for r in conn.execute(f"EXPLAIN {query}"))
+    finally:
+        if reasons:
+            conn.execute("RESET client_min_messages")
+            conn.remove_notice_handler(handler)
+    return text, messages
+
+
 def record_problems(doc: Mapping[str, Any]) -> list[str]:
     """What a results.json does not record of the build and the command
     that measured it (empty: it names both): the git commit in

@@ -40,6 +40,10 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from spark_loader import misest as data
+
+TABLES_LOADED = data.TABLES          # the tables the Spark loader makes
+
 KINDS = ("correlated", "skew", "opaque", "expression", "many", "stale")
 DEFAULT_COUNT = 36
 
