@@ -50,8 +50,8 @@ DEFAULT_COUNT = 36
 # PL/pgSQL functions the planner cannot see through (they are never
 # inlined, and have no support function): IMMUTABLE, as they read their
 # arguments only.  Their true selectivities on uniform integers are given
-# beside them; the planner takes 1/3 for "f(x) < c" and 1/2 or 1/3 for a
-# boolean function.
+# beside them; the planner takes 1/3 for "f(x) < c" and for a boolean
+# function (function_selectivity's default).
 FUNCTIONS_SQL = """
 CREATE OR REPLACE FUNCTION ms_pct(x integer) RETURNS integer
     LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE

@@ -333,7 +333,7 @@ def summarize(result: Result, queries: list[misest.Query], args: argparse.Namesp
             timeouts_on=sum(r.timeout for r in mine if r.mode == "on"),
             timeouts_off=sum(r.timeout for r in mine if r.mode in ("off", "aa")),
             rows=ref.rows if ref else None, digest=ref.digest if ref else None,
-            reasons=" | ".join(p.reasons) if not p.eddy_nodes else "",
+            reasons=" | ".join(p.reasons),
             errors=" | ".join(sorted({f"{r.mode}: {r.error}" for r in mine if r.error}))))
     result.summary = rows
     result.totals = [totals_of("all", rows, result, args),
