@@ -62,6 +62,18 @@
 #                    TPCH_OUT=dir elsewhere), or, with PUBLISH=1, in
 #                    docs/tpch/sf<scale>/ (TPCH_ARGS="--quick" for SF 0.1 and 1
 #                    round; see .venv/bin/python -m eddytools.tpch_bench --help)
+#   make robustness  the misestimation workload (issue 48): 36 generated
+#                    queries of 3-10 relations over a skewed, correlated
+#                    snowflake schema with stale statistics, eddy (defaults)
+#                    against vanilla at PostgreSQL's defaults, paired ratios
+#                    with bootstrap 95% intervals and an A/A twin.  Set up
+#                    like make tpch-bench: a non-assert build, a server of
+#                    its own in ROBUSTNESS_SERVER (kept between runs: the
+#                    loaded data stays) unless DSN=... names one; results in
+#                    robustness-results/ (untracked; ROBUSTNESS_OUT=dir
+#                    elsewhere), or, with PUBLISH=1, in docs/robustness/
+#                    (ROBUSTNESS_ARGS="--quick" for scale 0.02, 6 queries, 1
+#                    round; see .venv/bin/python -m eddytools.robustness --help)
 #   make load        concurrent load: LOAD_CLIENTS (8) pgbench sessions, half
 #                    with prepared statements, half with the simple protocol,
 #                    running checked eddy queries for LOAD_SECONDS (600) on an
@@ -92,7 +104,7 @@ VENV ?= .venv
 PYTHON ?= /usr/bin/python3
 export PG_BINDIR PG_CONFIG
 
-.PHONY: all build install test pgregress sqlsmith bench experiments tpch-bench load valgrind fuzz sysdeps venv clean
+.PHONY: all build install test pgregress sqlsmith bench experiments tpch-bench robustness load valgrind fuzz sysdeps venv clean
 
 all: build
 
@@ -242,6 +254,28 @@ tpch-bench: sysdeps venv
 	    --dsn "host=$(TPCH_SERVER) port=$(TPCH_PORT) user=postgres dbname=postgres" \
 	    --out $(TPCH_OUT) $(TPCH_ARGS); \
 	  status=$$?; tests/pgserver.sh stop $(TPCH_SERVER); trap - EXIT INT TERM; exit $$status; \
+	fi
+
+# The misestimation workload (issue 48), set up as tpch-bench is (non-assert
+# build, own server unless DSN=..., results untracked unless PUBLISH=1 or
+# ROBUSTNESS_PUBLISH=1).  ROBUSTNESS_ARGS="--quick" takes about a minute.
+ROBUSTNESS_PUBLISH ?= $(PUBLISH)
+ROBUSTNESS_OUT ?= $(if $(filter 1 yes true,$(ROBUSTNESS_PUBLISH)),docs/robustness,robustness-results)
+ROBUSTNESS_ARGS ?=
+ROBUSTNESS_PORT ?= 25439
+ROBUSTNESS_SERVER ?= /tmp/eddy-robustness-server
+robustness: sysdeps venv
+	$(MAKE) -C extension clean PG_CONFIG=$(PG_CONFIG)
+	$(MAKE) -C extension install PG_CONFIG=$(PG_CONFIG)
+	@if [ -n "$(DSN)" ] || [ -n "$$PGHOST$$PGDATABASE" ]; then \
+	  $(VENV)/bin/python -m eddytools.robustness --dsn "$(DSN)" --out $(ROBUSTNESS_OUT) $(ROBUSTNESS_ARGS); \
+	else \
+	  trap 'tests/pgserver.sh stop $(ROBUSTNESS_SERVER)' EXIT INT TERM; \
+	  tests/pgserver.sh start $(ROBUSTNESS_SERVER) $(ROBUSTNESS_PORT) || exit 1; \
+	  $(VENV)/bin/python -m eddytools.robustness \
+	    --dsn "host=$(ROBUSTNESS_SERVER) port=$(ROBUSTNESS_PORT) user=postgres dbname=postgres" \
+	    --out $(ROBUSTNESS_OUT) $(ROBUSTNESS_ARGS); \
+	  status=$$?; tests/pgserver.sh stop $(ROBUSTNESS_SERVER); trap - EXIT INT TERM; exit $$status; \
 	fi
 
 # Concurrent load on a throwaway server (assert-enabled build, as make test):

@@ -16,6 +16,7 @@ from spark_loader.datasets import (
     WISCONSIN_SETS,
     TableSpec,
     apply_options,
+    misest_tables,
     rst_tables,
     tpch_tables,
     wisconsin_tables,
@@ -34,6 +35,7 @@ examples:
   python -m spark_loader tpch --sf 1 --order-by lineitem.l_shipdate
   python -m spark_loader tpch --sf 100 --master spark://head:7077 --conf spark.executor.cores=4
   python -m spark_loader rst
+  python -m spark_loader misest --scale 0.1
 
 Without --dsn the PG* environment variables (PGHOST, PGPORT, PGUSER, PGDATABASE,
 PGPASSWORD, ...) select the database, as for psql.  Re-running with the same
@@ -186,7 +188,27 @@ def build_parser() -> argparse.ArgumentParser:
                    default=rst.DEFAULT_WIDTH, metavar="BYTES",
                    help=f"bytes per tuple: id, a, b and the padding (default: "
                         f"{rst.DEFAULT_WIDTH})")
+
+    p = add("misest", "the snowflake schema of the misestimation workload (issue 48)")
+    p.add_argument("--scale", type=_scale(0.001, 100.0), default=1.0,
+                   help="scale of the fact tables, customers, products and cities "
+                        "(default: 1, about 1.2 million rows in all)")
+    p.add_argument("--seed", type=_int_in(0, 2**63 - 1, "seed"), default=0,
+                   help="seed of every column (default: 0)")
     return parser
+
+
+def _scale(lo: float, hi: float):
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"invalid scale {text!r}: not a number") from None
+        if not (math.isfinite(value) and lo <= value <= hi):
+            raise argparse.ArgumentTypeError(
+                f"invalid scale {text!r}: must be between {lo:g} and {hi:g}")
+        return value
+    return parse
 
 
 def tables_for(args: argparse.Namespace) -> list[TableSpec]:
@@ -207,6 +229,8 @@ def tables_for(args: argparse.Namespace) -> list[TableSpec]:
         if args.tpchgen and not os.access(args.tpchgen, os.X_OK):
             raise UsageError(f"--tpchgen {args.tpchgen!r} is not an executable file")
         specs = tpch_tables(args.sf, args.prefix, args.tables, args.tpchgen)
+    elif args.dataset == "misest":
+        specs = misest_tables(args.scale, args.prefix, args.seed)
     else:
         if args.rows % 10:
             raise UsageError(f"invalid row count {args.rows:,} for rst: must be a multiple "

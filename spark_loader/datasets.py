@@ -11,6 +11,7 @@ into :class:`~spark_loader.tasks.Unit` parts of about ``part_bytes`` each.
                 the 20 tables of the STAIRs random workload (``002`` section 5.3)
 ``tpch``        the eight TPC-H tables at scale factor ``--sf``
 ``rst``         ``r``, ``s``, ``t`` of ``002`` section 5.4
+``misest``      the 13 tables of the misestimation workload (issue 48) at ``--scale``
 ==============  ===============================================================
 """
 
@@ -20,7 +21,7 @@ import hashlib
 import math
 from dataclasses import dataclass, field
 
-from spark_loader import rst, tpch, wisconsin
+from spark_loader import misest, rst, tpch, wisconsin
 from spark_loader.errors import UsageError
 from spark_loader.tasks import Unit
 
@@ -35,7 +36,7 @@ WISCONSIN_SETS: dict[str, tuple[tuple[str, int], ...]] = {
         for i in range(1, 6)
     ),
 }
-DATASETS = ("wisconsin", *WISCONSIN_SETS, "tpch", "rst")
+DATASETS = ("wisconsin", *WISCONSIN_SETS, "tpch", "rst", "misest")
 
 
 @dataclass(frozen=True)
@@ -182,6 +183,23 @@ def rst_tables(rows: int, prefix: str, seed: int, width: int) -> list[TableSpec]
             name=prefix + role, columns=cols, primary_key=("id",), indexes=(),
             order_by=(), generator="rst", params=params,
             identity={"dataset": "rst", **params}, est_rows=rows, est_line_bytes=width + 20,
+        ))
+    return specs
+
+
+def misest_tables(scale: float, prefix: str, seed: int) -> list[TableSpec]:
+    """The snowflake schema of the misestimation workload (spark_loader.misest)."""
+    specs = []
+    for table in misest.TABLES:
+        cols = misest.COLUMNS[table]
+        params = {"table": table, "seed": seed, "scale": scale}
+        rows = misest.rows_of(table, scale)
+        specs.append(TableSpec(
+            name=prefix + table, columns=tuple((c, "integer") for c in cols),
+            primary_key=(cols[0],), indexes=misest.INDEXES.get(table, ()), order_by=(),
+            generator="misest", params=params,
+            identity={"dataset": "misest", "rows": rows, **params}, est_rows=rows,
+            est_line_bytes=6 * len(cols),
         ))
     return specs
 

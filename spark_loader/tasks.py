@@ -36,7 +36,7 @@ class Unit:
     schema: str
     staging: str                # table the rows are copied into
     ledger: str                 # ledger table of this load
-    generator: str              # "wisconsin", "rst" or "tpch"
+    generator: str              # "wisconsin", "rst", "misest" or "tpch"
     params: dict = field(hash=False)
     part: int = 1               # 1-based
     nparts: int = 1
@@ -75,6 +75,9 @@ def _chunks(unit: Unit) -> Iterator[bytes]:
     if unit.generator == "rst":
         from spark_loader import rst
         return rst.chunks(unit.params, unit.lo, unit.hi)
+    if unit.generator == "misest":
+        from spark_loader import misest
+        return misest.chunks(unit.params, unit.lo, unit.hi)
     raise ValueError(f"unknown generator {unit.generator!r}")
 
 

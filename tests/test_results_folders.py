@@ -1,6 +1,7 @@
 """Every results folder names the build and the command that measured it.
 
-The committed results (docs/bench, docs/experiments, docs/tpch/*) back the
+The committed results (docs/bench, docs/experiments, docs/tpch/*,
+docs/robustness) back the
 numbers the README and docs quote: each folder's results.json must record
 the git commit of the build (environment.git_commit) and the command line
 (settings.command) that wrote it, so that anyone can tell which build a
@@ -27,8 +28,9 @@ DOCS = Path(__file__).resolve().parent.parent / "docs"
 
 def results_folders() -> list[Path]:
     """docs/bench, docs/experiments (and its eddies/, the Eddies paper's
-    figures) and every docs/tpch/<scale> folder."""
-    folders = [DOCS / "bench", DOCS / "experiments", DOCS / "experiments" / "eddies"]
+    figures), every docs/tpch/<scale> folder and docs/robustness."""
+    folders = [DOCS / "bench", DOCS / "experiments", DOCS / "experiments" / "eddies",
+               DOCS / "robustness"]
     folders += sorted(p for p in (DOCS / "tpch").iterdir() if p.is_dir())
     return folders
 
@@ -48,7 +50,8 @@ def folder_param(folder: Path) -> object:
 def test_the_committed_folders_are_there():
     """The folders the README quotes exist, each with a results.json."""
     names = [str(f.relative_to(DOCS)) for f in results_folders()]
-    assert {"bench", "experiments", "experiments/eddies", "tpch/sf1"} <= set(names), names
+    assert {"bench", "experiments", "experiments/eddies", "robustness",
+            "tpch/sf1"} <= set(names), names
     for folder in results_folders():
         assert (folder / "results.json").is_file(), folder
 

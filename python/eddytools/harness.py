@@ -32,7 +32,11 @@ here:
   statistics   quartiles, median_or_none, paired_ratios (a configuration's
                time over another's in the same round or repeat: the two ran
                side by side, so a machine that slows down between rounds
-               slows both)
+               slows both); bootstrap_interval, paired_bootstrap_ci and
+               geomean_bootstrap_ci: the median of the paired ratios (or of
+               the per-round geometric means of several queries' paired
+               ratios) with a percentile bootstrap confidence interval over
+               the rounds (seeded: the same runs give the same interval)
 
 Exit statuses, as every benchmark documents them: 0 success, 1 database
 error, 2 usage error, 3 an answer differed (never a data point).
@@ -44,6 +48,7 @@ import argparse
 import csv
 import datetime as dt
 import json
+import math
 import os
 import platform
 import shlex
@@ -156,6 +161,38 @@ def environment(conn: psycopg.Connection) -> dict[str, Any]:
         **git_state(),
         "load_average": list(os.getloadavg()),
     }
+
+
+def eddy_settings(conn: psycopg.Connection) -> dict[str, str]:
+    """Every eddy.* setting of the session, as SHOW gives it (the record of
+    "the eddy's defaults" a results folder was measured with)."""
+    return {r[0]: r[1] for r in conn.execute(
+        "SELECT name, current_setting(name) FROM pg_settings WHERE name LIKE 'eddy.%' "
+        "ORDER BY name")}
+
+
+def explain_with_reasons(conn: psycopg.Connection, query: str,
+                         reasons: bool = True) -> tuple[str, list[str]]:
+    """EXPLAIN's text of ``query`` and, if ``reasons``, the planner's
+    messages about eddies (its reasons for declining, logged at DEBUG1,
+    caught as notices with client_min_messages = debug1), each once."""
+    messages: list[str] = []
+
+    def handler(diag: psycopg.errors.Diagnostic) -> None:
+        msg = diag.message_primary or ""
+        if msg.startswith("eddy") and msg not in messages:
+            messages.append(msg)
+
+    if reasons:
+        conn.add_notice_handler(handler)
+        conn.execute("SET client_min_messages = debug1")
+    try:
+        text = "\n".join(r[0] for r in conn.execute(f"EXPLAIN {query}"))
+    finally:
+        if reasons:
+            conn.execute("RESET client_min_messages")
+            conn.remove_notice_handler(handler)
+    return text, messages
 
 
 def record_problems(doc: Mapping[str, Any]) -> list[str]:
@@ -273,6 +310,87 @@ def paired_ratios(a: Mapping[K, float | None], b: Mapping[K, float | None]) -> l
     moves both and leaves the ratio alone (the A/A spread of a paired ratio
     is about half of that of a ratio of medians)."""
     return [x / y for k, x in a.items() if x is not None and (y := b.get(k))]
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A statistic over rounds and its bootstrap confidence interval:
+    ``estimate`` (the statistic of the rounds as measured), ``low`` and
+    ``high`` (the interval's ends, at ``level``), ``rounds`` (how many
+    rounds it rests on); all None when no round had both runs."""
+    estimate: float | None
+    low: float | None
+    high: float | None
+    rounds: int
+    level: float = 0.95
+
+    def text(self, fmt: str = ".2f") -> str:
+        """``1.23x [1.10, 1.31]``, or ``-`` without rounds."""
+        if self.estimate is None or self.low is None or self.high is None:
+            return "-"
+        return f"{self.estimate:{fmt}}x [{self.low:{fmt}}, {self.high:{fmt}}]"
+
+
+BOOTSTRAP_RESAMPLES = 4000
+
+
+def bootstrap_interval(values: Sequence[float], *,
+                       statistic: Callable[..., Any] | None = None,
+                       resamples: int = BOOTSTRAP_RESAMPLES, level: float = 0.95,
+                       seed: int = 0) -> Interval:
+    """The median (or ``statistic``, a numpy reduction taking ``axis``) of
+    ``values``, one per round, and its percentile bootstrap interval: the
+    rounds resampled with replacement ``resamples`` times (a numpy
+    generator seeded with ``seed``), the statistic of each resample, and
+    the (1 - level) / 2 and (1 + level) / 2 quantiles of those.  One value:
+    an interval of width zero (nothing to resample; say how many rounds a
+    number rests on beside it)."""
+    import numpy as np
+
+    stat = statistic or np.median
+    data = np.asarray(list(values), dtype=float)
+    if data.size == 0:
+        return Interval(None, None, None, 0, level)
+    estimate = float(stat(data))
+    if data.size == 1:
+        return Interval(estimate, estimate, estimate, 1, level)
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, data.size, size=(resamples, data.size))
+    stats = stat(data[idx], axis=1)
+    low, high = np.quantile(stats, [(1 - level) / 2, (1 + level) / 2])
+    return Interval(estimate, float(low), float(high), int(data.size), level)
+
+
+def paired_bootstrap_ci(a_runs: Mapping[K, float | None], b_runs: Mapping[K, float | None],
+                        **kwargs: Any) -> Interval:
+    """a's time over b's, paired by round (paired_ratios), their median and
+    its bootstrap interval over the rounds (bootstrap_interval)."""
+    return bootstrap_interval(paired_ratios(a_runs, b_runs), **kwargs)
+
+
+def geomean_bootstrap_ci(pairs: Sequence[tuple[Mapping[K, float | None],
+                                                Mapping[K, float | None]]],
+                         **kwargs: Any) -> Interval:
+    """Over several queries, each a pair (a's runs, b's runs) by round: in
+    every round where all the queries have both runs, the geometric mean of
+    the queries' paired ratios a / b; the median of those per-round
+    geometric means and its bootstrap interval over the rounds.  (A query
+    that did not finish in some round leaves that round out: leave such a
+    query out of ``pairs`` and report it on its own.)"""
+    if not pairs:
+        return Interval(None, None, None, 0, kwargs.get("level", 0.95))
+    rounds = set.intersection(*({k for k, v in a.items() if v} & {k for k, v in b.items() if v}
+                                for a, b in pairs))
+    per_round = []
+    for k in sorted(rounds, key=repr):
+        logs = [math.log(a[k] / b[k]) for a, b in pairs]   # type: ignore[operator]
+        per_round.append(math.exp(math.fsum(logs) / len(logs)))
+    return bootstrap_interval(per_round, **kwargs)
+
+
+def geometric_mean(values: Sequence[float]) -> float | None:
+    """The geometric mean of positive values; None if there are none."""
+    return math.exp(math.fsum(math.log(v) for v in values) / len(values)) if values else None
 
 
 # --------------------------------------------------------------------------- the CLI tail
