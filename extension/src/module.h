@@ -259,6 +259,7 @@ extern EddyModule *EddySelectionBegin(EddyState *es, List *desc, int index);
 extern EddyModule *EddyHashJoinBegin(EddyState *es, List *desc, int index);
 extern EddyModule *EddyIndexJoinBegin(EddyState *es, List *desc, int index);
 extern void EddyIndexJoinBeginChain(EddyState *es, EddyModule *m);
+extern EddyModule *EddyHybridJoinBegin(EddyState *es, List *desc, int index);
 
 /*
  * Every entry of every store of every module that keeps state, in module
