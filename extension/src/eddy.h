@@ -186,6 +186,7 @@ extern double eddy_selection_min_cost;
 extern bool eddy_static_shj;
 extern bool eddy_filter_before_store;
 extern int	eddy_hybrid_route;
+extern int	eddy_debug_index_delay;
 extern int	eddy_parallel_exchange;	/* EddyExchangeSetting */
 extern int	eddy_join_method;
 extern int	eddy_max_sources;

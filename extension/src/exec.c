@@ -841,6 +841,7 @@ eddy_rescan(CustomScanState *node)
 		if (src->method != EDDY_SOURCE_SCAN)
 			continue;
 		src->exhausted = false;
+		src->cut = false;
 		src->exhausted_rank = 0;
 		src->nread = 0;
 		src->pending = NULL;

@@ -23,6 +23,7 @@ double		eddy_selection_min_cost = EDDY_DEFAULT_SELECTION_MIN_COST;
 bool		eddy_static_shj = false;
 bool		eddy_filter_before_store = true;
 int			eddy_hybrid_route = EDDY_HYBRID_AUTO;
+int			eddy_debug_index_delay = 0;
 int			eddy_parallel_exchange = EDDY_EXCHANGE_AUTO;
 int			eddy_join_method = EDDY_JOIN_AUTO;
 int			eddy_max_sources = EDDY_DEFAULT_MAX_SOURCES;
@@ -226,6 +227,19 @@ EddyGucInit(void)
 							 NULL,
 							 NULL,
 							 NULL);
+
+	DefineCustomIntVariable("eddy.debug_index_delay",
+							"Experiments: each index lookup of an index or hybrid join first sleeps this long.",
+							"A slow index, for the SteMs paper's Figures 7 and 8; 0: none.",
+							&eddy_debug_index_delay,
+							0,
+							0,
+							1000000,
+							PGC_USERSET,
+							0,
+							NULL,
+							NULL,
+							NULL);
 
 	DefineCustomBoolVariable("eddy.static_shj",
 							 "Replaces PostgreSQL's hash joins by static symmetric hash joins (when eddy.enabled is off).",

@@ -75,25 +75,34 @@
  * the results.  Its cost is quadratic in the duplicates of one key that
  * were scanned before the lookup.
  *
- * The choice (step 3).  With C_i the observed cost of an index lookup
- * (timed, fetches and builds included; the first lookup is taken to
- * learn it), m the share of lookups among the probes that missed or hit
- * the cache so far, R_left the R-side tuples still to come (the planner's
- * rows of side 0's end relation minus those routed here) and T_left the
- * rows of T still to scan (the planner's rows minus those read), at C_s a
- * row (the planner's cost of T's scan per row, and this module's observed
- * cost of building one):
+ * The choice (step 3).  The index route pays only if it saves T's scan: a
+ * tuple on the hash route costs a store and a probe, while T's scan runs
+ * anyway.  So once an R-side tuple is stored waiting for the scan (side
+ * 0's STAIR is not empty), every miss takes the hash route.  Before that,
+ * the first HYBRID_LEARN misses go to the index to time a lookup, then
+ * with C_i the observed cost of a lookup (fetches and builds included; not
+ * the first, which opens the index: 0.7 ms against 3-13 us after it), m
+ * the share of lookups among the probes that missed or hit the cache so
+ * far, R_left the R-side tuples still to come (the planner's rows of side
+ * 0's end relation minus those routed here) and T_left the rows of T still
+ * to scan (the planner's rows minus those read), at C_s a row (the
+ * planner's cost of T's scan per row, plus the module's observed cost of
+ * building one, or its prior before one is built):
  *		index  when  C_i * m * R_left  <=  C_s * T_left
  *		hash   otherwise
- * that is, the index while answering every R-side tuple still to come
- * by index or cache costs no more than the scan that the hash route waits
- * for.  A share of the misses, 5% (HYBRID_EXPLORE), takes the other
- * route (a generator seeded per module), so that both costs stay observed.
+ * that is, the index when answering every R-side tuple still to come by
+ * index or cache costs no more than the rest of the scan.  Then the
+ * module commits: every miss goes to the index from then on, and T's scan
+ * is ended early (the state interface's cut, source.c): a T row read
+ * later could only be built, and the lookup of its key would fetch it.
+ * The choice is one-way either way (a stored tuple makes the scan needed;
+ * a scan ended does not resume), so there is no exploring share: the cost
+ * a lookup would show once the choice is made cannot change it.  The risk
+ * is the planner's: an R side far larger than estimated, after a commit,
+ * is all looked up.
  * eddy.hybrid_route = index, hash or random (half and half) overrides the
- * rule, for experiments and tests.
- * T's scan is not ended early when the index answers everything: the
- * executor ends a whole loop (the state interface's ended), not one source;
- * see the report of issue 46.
+ * rule, for experiments and tests (index commits at once, as above;
+ * random stores half the misses, so it never commits).
  *
  * Exactly once.  The SteMs paper's routing constraints (section 3.1), and
  * where each is met:
@@ -145,15 +154,15 @@
 #include "utils/memutils.h"
 #include "utils/ruleutils.h"
 
-/* The share of misses that explores the route not chosen */
-#define HYBRID_EXPLORE	0.05
+/* Misses sent to the index first, to learn a lookup's cost */
+#define HYBRID_LEARN	3
 
 
 #ifdef USE_ASSERT_CHECKING
 /* A result's identity: per source, its row's address and epoch */
 typedef struct HybridPair
 {
-	uint64		id[EDDY_MAX_MAX_SOURCES][2];
+	uint64		id[EDDY_MAX_MAX_SOURCES][2];	/* the first nsources */
 } HybridPair;
 #endif
 
@@ -183,14 +192,17 @@ typedef struct EddyHybridJoin
 	uint64		by_hash;		/* ... stored and probed (hash route) */
 	uint64		by_cache;		/* ... answered from the cache */
 	uint64		after_scan;		/* ... probing the SteM once T's scan ended */
-	uint64		explored;		/* choices made by the exploring share */
 	uint64		duplicates;		/* scanned T rows dropped: already built */
 	uint64		fetched;		/* rows the index returned */
 	uint64		fetched_built;	/* ... built into the SteM */
 	uint64		fetched_present;	/* ... already there (scanned) */
 	uint64		fetched_filtered;	/* ... dropped by T's selections */
 	double		lookup_ns;		/* total time of the lookups */
+	double		first_lookup_ns;	/* ... of the first (it opens the index) */
 	uint64		unstored;		/* R-side tuples not stored, by any route */
+	bool		committed;		/* every miss goes to the index from now on */
+	bool		t_cut;			/* ... and T's scan was ended (hybrid_cut) */
+	uint64		cut_at;			/* T rows read when it was */
 	bool		stem_complete;	/* T's scan ended, seen by a probe */
 	uint64		complete_at;	/* tuples routed here when it was seen */
 	uint64		complete_t_read;	/* ... and T rows read by then */
@@ -212,6 +224,7 @@ static int	hybrid_ended(EddyState *es, EddyModule *m, int *side);
 static bool hybrid_probe_only(EddyState *es, EddyModule *m, int dir);
 static bool hybrid_probe_misses(EddyState *es, EddyModule *m, int dir,
 								Datum *keys, bool *isnull);
+static uint32 hybrid_cut(EddyState *es, EddyModule *m);
 
 static const EddyModuleMethods hybrid_methods = {
 	.label = "Hybrid Join",
@@ -236,6 +249,7 @@ static const EddyStateMethods hybrid_state = {
 	.ended = hybrid_ended,
 	.probe_only = hybrid_probe_only,
 	.probe_misses = hybrid_probe_misses,
+	.cut = hybrid_cut,
 };
 
 /* A hybrid join module from its description (private.h) */
@@ -275,7 +289,8 @@ EddyHybridJoinBegin(EddyState *es, List *desc, int index)
 			hy->index_off = "its ends' keys hash differently";
 	if (ends->nkeys == 0)
 		hy->index_off = "it has no keys";
-	if (es->exchange)
+	/* a scanned T: its index would return rows other participants scan */
+	if (hy->t_scanned && es->exchange)
 		hy->index_off = "the parallel eddy exchanges its state";
 	else if (hy->t_scanned && src->plan->plan->parallel_aware)
 		hy->index_off = "its relation's scan is partial";
@@ -331,8 +346,8 @@ EddyHybridJoinBegin(EddyState *es, List *desc, int index)
 	{
 		HASHCTL		ctl;
 
-		ctl.keysize = sizeof(HybridPair);
-		ctl.entrysize = sizeof(HybridPair);
+		ctl.keysize = sizeof(uint64) * 2 * es->nsources;
+		ctl.entrysize = ctl.keysize;
 		ctl.hcxt = CurrentMemoryContext;
 		hy->pairs = hash_create("eddy hybrid join results", 256, &ctl,
 								HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
@@ -570,12 +585,14 @@ lookup(EddyState *es, EddyHybridJoin *hy, EddyTuple *r, Datum *keys, uint32 hash
 		ckeys[k] = EddyArenaDatumCopy(&es->stored, keys[k], ends->keybyval[0][k],
 									  ends->keylen[0][k]);
 	StairInsert(hy->complete, hash, ckeys, (void *) hy);	/* no payload */
+	if (hy->by_index == 0)
+		hy->first_lookup_ns = eddy_now_ns() - start;
 	hy->lookup_ns += eddy_now_ns() - start;
 	hy->by_index++;
 }
 
 /*
- * Step 3's choice (header): the index route?  T not scanned: always.
+ * Step 3's choice (header): the index route?
  */
 static bool
 choose_index(EddyState *es, EddyHybridJoin *hy)
@@ -583,38 +600,46 @@ choose_index(EddyState *es, EddyHybridJoin *hy)
 	EddyModule *m = &hy->hj.module;
 	EddyJoinSpec *ends = &hy->hj.ends;
 	EddySource *src = &es->sources[ends->rel[1]];
-	double		misses;
-	double		r_left;
-	double		t_left;
-	double		lookup_cost;
-	double		row_cost;
-	bool		index;
 
-	if (!hy->t_scanned)
+	if (!hy->t_scanned || hy->committed)
 		return true;
 	if (hy->index_off != NULL || hy->route == EDDY_HYBRID_HASH)
 		return false;
-	if (hy->route == EDDY_HYBRID_INDEX)
-		return true;
 	if (hy->route == EDDY_HYBRID_RANDOM)
 		return pg_prng_bool(&hy->rng);
-	if (hy->by_index == 0)
-		return true;			/* learn the lookup's cost */
-	misses = (double) (hy->by_index + hy->by_hash) /
-		Max((double) (hy->by_index + hy->by_hash + hy->by_cache), 1.0);
-	r_left = Max(ends->est_rows[0] - (double) m->stats[0].in, 1.0);
-	t_left = Max(src->est_rows - (double) src->nread, 0.0);
-	lookup_cost = hy->lookup_ns / (double) hy->by_index;
-	row_cost = hy->scan_row_ns;
-	if (m->stats[1].samples > 0)
-		row_cost += m->stats[1].cost_ns / (double) m->stats[1].samples;
-	index = lookup_cost * misses * r_left <= row_cost * t_left;
-	if (pg_prng_double(&hy->rng) < HYBRID_EXPLORE)
+	if (hy->hj.stair[0]->nentries > 0)
+		return false;			/* the scan must end anyway: hashing is free */
+	if (hy->route == EDDY_HYBRID_AUTO)
 	{
-		hy->explored++;
-		index = !index;
+		double		misses;
+		double		r_left;
+		double		t_left;
+		double		lookup_cost;
+		double		row_cost;
+
+		if (hy->by_index < HYBRID_LEARN)
+			return true;		/* learn the lookup's cost */
+		misses = (double) hy->by_index /
+			Max((double) (hy->by_index + hy->by_cache), 1.0);
+		r_left = Max(ends->est_rows[0] - (double) m->stats[0].in, 1.0);
+		t_left = Max(src->est_rows - (double) src->nread, 0.0);
+		/* the first lookup reads the index's metapage: not counted */
+		lookup_cost = (hy->lookup_ns - hy->first_lookup_ns) / (double) (hy->by_index - 1);
+		row_cost = hy->scan_row_ns + (m->stats[1].samples > 0 ?
+									  m->stats[1].cost_ns / (double) m->stats[1].samples :
+									  m->stats[1].prior_cost_ns);
+		if (lookup_cost * misses * r_left > row_cost * t_left)
+			return false;
 	}
-	return index;
+
+	/*
+	 * Every R-side tuple still to come is cheaper by index or cache than the
+	 * rest of the scan, and none waits for the scan: commit, and have the
+	 * loop end T's scan (hybrid_cut).
+	 */
+	hy->committed = true;
+	es->check_end = true;
+	return true;
 }
 
 /*
@@ -669,7 +694,7 @@ hybrid_route(EddyState *es, EddyModule *m, int dir, EddyTuple *t)
 	}
 
 	/* 1. T's scan has ended: its SteM is complete (ProbeCompletion) */
-	if (hy->t_scanned && (hj->probers[0] & ~es->exhausted) == 0)
+	if (hy->t_scanned && !hy->t_cut && (hj->probers[0] & ~es->exhausted) == 0)
 	{
 		note_complete(es, hy);
 		hy->after_scan++;
@@ -746,7 +771,7 @@ hybrid_ended(EddyState *es, EddyModule *m, int *side)
 	EddyHybridJoin *hy = (EddyHybridJoin *) m;
 	EddyHashJoin *hj = &hy->hj;
 
-	if (hy->t_scanned && (hj->probers[0] & ~es->exhausted) == 0 &&
+	if (hy->t_scanned && !hy->t_cut && (hj->probers[0] & ~es->exhausted) == 0 &&
 		hj->stair[1]->nentries == 0)
 	{
 		*side = 1;
@@ -759,6 +784,28 @@ hybrid_ended(EddyState *es, EddyModule *m, int *side)
 		return 0;
 	}
 	return -1;
+}
+
+/*
+ * T's scan is of no use any more (module.h, cut) once the module committed
+ * to the index: every R-side tuple still to come is answered by index or
+ * cache, and none is stored waiting for a T row (side 0's STAIR is empty:
+ * the module commits only then, and stores nothing after), so a T row read
+ * now could only be built, and would be fetched by the lookup of its key.
+ * T is a leaf: no other module reads it.
+ */
+static uint32
+hybrid_cut(EddyState *es, EddyModule *m)
+{
+	EddyHybridJoin *hy = (EddyHybridJoin *) m;
+	int			x = hy->hj.ends.rel[1];
+
+	if (!hy->committed || hy->t_cut || (es->exhausted & (1u << x)) != 0)
+		return 0;
+	Assert(hy->hj.stair[0]->nentries == 0);
+	hy->t_cut = true;
+	hy->cut_at = es->sources[x].nread;
+	return 1u << x;
 }
 
 /* A fresh tuple may be built or looked up: never only a probe */
@@ -784,6 +831,8 @@ hybrid_clear(EddyState *es, EddyModule *m)
 	EddyHashJoinClear(es, m);
 	StairClear(hy->complete);
 	hy->stem_complete = false;
+	hy->committed = false;
+	hy->t_cut = false;
 	hy->unstored = 0;
 #ifdef USE_ASSERT_CHECKING
 	{
@@ -836,10 +885,8 @@ hybrid_explain(EddyState *es, EddyModule *m, List *context, bool useprefix,
 		if (!analyze)
 			return;
 		EddyExplainLine(xs, "  Probes: Index: " UINT64_FORMAT "  Hash: " UINT64_FORMAT
-						"  Cache: " UINT64_FORMAT "  After Scan: " UINT64_FORMAT
-						"  Explored: " UINT64_FORMAT,
-						hy->by_index, hy->by_hash, hy->by_cache, hy->after_scan,
-						hy->explored);
+						"  Cache: " UINT64_FORMAT "  After Scan: " UINT64_FORMAT,
+						hy->by_index, hy->by_hash, hy->by_cache, hy->after_scan);
 		if (xs->timing)
 			EddyExplainLine(xs, "  Index Fetches: " UINT64_FORMAT "  Built: " UINT64_FORMAT
 							"  Present: " UINT64_FORMAT "  Filtered: " UINT64_FORMAT
@@ -862,6 +909,9 @@ hybrid_explain(EddyState *es, EddyModule *m, List *context, bool useprefix,
 			EddyExplainLine(xs, "  SteM Complete: after " UINT64_FORMAT
 							" tuples routed here, " UINT64_FORMAT " rows of %s read",
 							hy->complete_at, hy->complete_t_read, rel);
+		if (hy->t_cut)
+			EddyExplainLine(xs, "  Scan Ended Early: after " UINT64_FORMAT " rows of %s read",
+							hy->cut_at, rel);
 		return;
 	}
 	ExplainPropertyText("Operator Type", "Hybrid Join", xs);
@@ -879,7 +929,6 @@ hybrid_explain(EddyState *es, EddyModule *m, List *context, bool useprefix,
 	ExplainPropertyUInteger("Probes by Hash", NULL, hy->by_hash, xs);
 	ExplainPropertyUInteger("Probes from Cache", NULL, hy->by_cache, xs);
 	ExplainPropertyUInteger("Probes after Scan", NULL, hy->after_scan, xs);
-	ExplainPropertyUInteger("Explored", NULL, hy->explored, xs);
 	ExplainPropertyUInteger("Index Fetches", NULL, hy->fetched, xs);
 	ExplainPropertyUInteger("Index Rows Built", NULL, hy->fetched_built, xs);
 	ExplainPropertyUInteger("Index Rows Present", NULL, hy->fetched_present, xs);
@@ -896,4 +945,6 @@ hybrid_explain(EddyState *es, EddyModule *m, List *context, bool useprefix,
 		ExplainPropertyUInteger("SteM Complete After Rows Read", NULL,
 								hy->complete_t_read, xs);
 	}
+	if (hy->t_cut)
+		ExplainPropertyUInteger("Scan Ended Early After Rows Read", NULL, hy->cut_at, xs);
 }

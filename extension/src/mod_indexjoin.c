@@ -461,6 +461,7 @@ indexjoin_route(EddyState *es, EddyModule *m, int dir, EddyTuple *t)
 	}
 	for (k = 0; k < ends->nkeys; k++)
 		ij->skeys[ij->skey_of_key[k]].sk_argument = keys[k];
+	EddyIndexLookupDelay();
 	index_rescan(ij->scan, ij->skeys, ends->nkeys, NULL, 0);
 	if (ij->jointype != JOIN_INNER)
 		return semijoin_decide(es, ij, t, true);
@@ -603,6 +604,7 @@ EddyIndexJoinProbeBegin(EddyState *es, EddyModule *m, Datum *keys)
 	Assert(m->methods == &indexjoin_methods);
 	for (k = 0; k < ij->ends.nkeys; k++)
 		ij->skeys[ij->skey_of_key[k]].sk_argument = keys[k];
+	EddyIndexLookupDelay();
 	index_rescan(ij->scan, ij->skeys, ij->ends.nkeys, NULL, 0);
 }
 

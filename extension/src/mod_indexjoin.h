@@ -17,6 +17,24 @@
 
 #include "module.h"
 
+#include "miscadmin.h"
+
+/*
+ * eddy.debug_index_delay: a slow index, for experiments.  Busy-waits, as
+ * delay() does (delay.c), so that the lookup's cost is time on the CPU.
+ */
+static inline void
+EddyIndexLookupDelay(void)
+{
+	if (unlikely(eddy_debug_index_delay > 0))
+	{
+		double		deadline = eddy_now_ns() + eddy_debug_index_delay * 1000.0;
+
+		while (eddy_now_ns() < deadline)
+			CHECK_FOR_INTERRUPTS();
+	}
+}
+
 extern void EddyIndexJoinProbeBegin(EddyState *es, EddyModule *m, Datum *keys);
 extern TupleTableSlot *EddyIndexJoinProbeNext(EddyState *es, EddyModule *m);
 

@@ -193,6 +193,11 @@ typedef struct EddyStoreCounters
  *				true, for the caller to drop the tuple; else counts
  *				nothing.  Called from a scan's qual (a local chain), with
  *				nothing of the eddy's in flight.
+ * cut			optional: scanned sources, not exhausted, whose remaining
+ *				tuples can make no result any more though other sources go
+ *				on (a hybrid join answering every probe by index); the loop
+ *				reads them no more, as if exhausted.  Asked with ended,
+ *				after a source ran out or the module set es->check_end.
  */
 typedef struct EddyStateMethods
 {
@@ -209,6 +214,7 @@ typedef struct EddyStateMethods
 	bool		(*probe_only) (EddyState *es, EddyModule *m, int dir);
 	bool		(*probe_misses) (EddyState *es, EddyModule *m, int dir,
 								 Datum *keys, bool *isnull);
+	uint32		(*cut) (EddyState *es, EddyModule *m);
 } EddyStateMethods;
 
 /*

@@ -25,6 +25,7 @@
 #include "loop.h"
 
 #include "miscadmin.h"
+#include "port/pg_bitutils.h"
 
 /*
  * Before the first tuple is routed, read one tuple of every scanned
@@ -94,6 +95,27 @@ result_ended(EddyState *es)
 		return false;			/* the ordinary end */
 	if (es->spill != NULL || es->exchange)
 		return false;
+	/* sources whose remaining tuples a module says are of no use */
+	for (m = 0; m < es->nmodules; m++)
+	{
+		EddyModule *mod = es->modules[m];
+		uint32		cut;
+
+		if (mod->state == NULL || mod->state->cut == NULL)
+			continue;
+		cut = mod->state->cut(es, mod) & es->scanned & ~es->exhausted;
+		while (cut != 0)
+		{
+			int			i = pg_rightmost_one_pos32(cut);
+
+			cut &= cut - 1;
+			es->sources[i].cut = true;
+			EddySourceExhausted(es, i);
+		}
+	}
+	if ((es->scanned & ~es->exhausted) == 0)
+		return false;
+	es->check_end = false;
 	for (m = 0; m < es->nmodules; m++)
 	{
 		EddyModule *mod = es->modules[m];
