@@ -808,18 +808,55 @@ hybrid_cut(EddyState *es, EddyModule *m)
 	return 1u << x;
 }
 
-/* A fresh tuple may be built or looked up: never only a probe */
+/*
+ * Would a fresh T row only probe (module.h, probe_only)?  When no R-side
+ * tuple can come any more, as for a hash join (mod_hashjoin.c).  An R-side
+ * tuple may always be looked up or stored.
+ */
 static bool
 hybrid_probe_only(EddyState *es, EddyModule *m, int dir)
 {
-	return false;
+	EddyHybridJoin *hy = (EddyHybridJoin *) m;
+
+	return dir == 1 && (hy->hj.probers[1] & ~es->exhausted) == 0;
 }
 
+/*
+ * ... and it finds nothing in side 0's STAIR (module.h, probe_misses):
+ * counted as hybrid_route would count it, for the scan to drop it.
+ */
 static bool
 hybrid_probe_misses(EddyState *es, EddyModule *m, int dir, Datum *keys,
 					bool *isnull)
 {
-	return false;
+	EddyHybridJoin *hy = (EddyHybridJoin *) m;
+	Stair	   *other = hy->hj.stair[0];
+	uint32		hash;
+
+	if (!hybrid_probe_only(es, m, dir))
+		return false;
+	m->stats[1].pairs += (double) other->nentries;
+	if (StairKeysHash(&hy->hj.ends.keys, 1, keys, isnull, &hash))
+	{
+		if (other->nentries > 0)
+		{
+			if (!StairHashAbsent(other, hash) && StairContains(other, hash, keys))
+			{
+				m->stats[1].pairs -= (double) other->nentries;
+				return false;
+			}
+			other->probed++;	/* a probe that found nothing */
+		}
+		if (hy->complete->nentries > 0 && StairContains(hy->complete, hash, keys))
+			hy->duplicates++;
+		else
+		{
+			hy->hj.stair[1]->complete = false;
+			hy->hj.stair[1]->skipped++;
+		}
+	}
+	m->stats[1].in++;
+	return true;
 }
 
 /* Forget every entry and every mark of the cache (the caller resets the arena) */

@@ -87,14 +87,14 @@ DROP TABLE IF EXISTS s7r, s7s, s8r, s8t;
 CREATE TABLE s7r (key int, a int);
 INSERT INTO s7r SELECT g, (g * 7919) % 250 FROM generate_series(1, 1000) g;
 CREATE TABLE s7s (x int, pay text);
-INSERT INTO s7s SELECT (g * 104729) % {s_keys}, 'pay' || g
+INSERT INTO s7s SELECT ((g::bigint * 104729) % {s_keys})::int, 'pay' || g
   FROM generate_series(1, {args.s_rows}) g;
 CREATE INDEX s7s_x ON s7s (x);
 CREATE TABLE s8r (key int, a int);
-INSERT INTO s8r SELECT g, (g * 7919) % {args.t_rows // 2}
+INSERT INTO s8r SELECT g, ((g::bigint * 7919) % {args.t_rows // 2})::int
   FROM generate_series(1, {args.r8_rows}) g;
 CREATE TABLE s8t (x int, pay text);
-INSERT INTO s8t SELECT (g * 104729) % {args.t_rows // 2}, 'pay' || g
+INSERT INTO s8t SELECT ((g::bigint * 104729) % {args.t_rows // 2})::int, 'pay' || g
   FROM generate_series(1, {args.t_rows}) g;
 CREATE INDEX s8t_x ON s8t (x);
 VACUUM ANALYZE s7r; VACUUM ANALYZE s7s; VACUUM ANALYZE s8r; VACUUM ANALYZE s8t;
@@ -348,7 +348,9 @@ def main(argv: list[str] | None = None) -> int:
             harness.load_eddy(conn)
             result.environment = harness.environment(conn)
             progress("loading")
-            conn.execute(ddl(args))
+            for stmt in ddl(args).split(";"):
+                if stmt.strip():
+                    conn.execute(stmt)
             for figure in args.figures:
                 run_figure(conn, figure, args, result, progress)
 
