@@ -669,6 +669,7 @@ hybrid_route(EddyState *es, EddyModule *m, int dir, EddyTuple *t)
 		 * one that no R-side tuple can probe any more: it only probes.
 		 */
 		bool		dup = hy->complete->nentries > 0 &&
+			!StairHashAbsent(hy->complete, hash) &&
 			StairContains(hy->complete, hash, keys);
 
 		if (dup)
@@ -706,7 +707,8 @@ hybrid_route(EddyState *es, EddyModule *m, int dir, EddyTuple *t)
 		return NULL;
 	}
 	/* 2. the index cache: k's rows are all in the SteM (ProbeCompletion) */
-	if (hy->complete->nentries > 0 && StairContains(hy->complete, hash, keys))
+	if (hy->complete->nentries > 0 && !StairHashAbsent(hy->complete, hash) &&
+		StairContains(hy->complete, hash, keys))
 	{
 		hy->by_cache++;
 		hy->unstored++;
@@ -847,7 +849,8 @@ hybrid_probe_misses(EddyState *es, EddyModule *m, int dir, Datum *keys,
 			}
 			other->probed++;	/* a probe that found nothing */
 		}
-		if (hy->complete->nentries > 0 && StairContains(hy->complete, hash, keys))
+		if (hy->complete->nentries > 0 && !StairHashAbsent(hy->complete, hash) &&
+			StairContains(hy->complete, hash, keys))
 			hy->duplicates++;
 		else
 		{
