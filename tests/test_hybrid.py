@@ -271,3 +271,26 @@ def test_join_method_values(hdb):
         hdb.execute("SET eddy.join_method = 'hybird'")
     with pytest.raises(psycopg.errors.InvalidParameterValue):
         hdb.execute("SET eddy.hybrid_route = 'sometimes'")
+
+
+def test_explain_text(hdb):
+    set_gucs(hdb, hybrid_route="index", source_delays="ht=150")
+    rows = hdb.execute("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) "
+                       + QUERIES["two"]).fetchall()
+    text = "\n".join(r[0] for r in rows)
+    assert "Hybrid Join 1: (hr.a = ht.x), ht by scan and index" in text
+    assert f"Probes: Index: {R_KEYS}  Hash: 0  Cache: {1000 - 10 - R_KEYS}  After Scan: 0" in text
+    assert "Scan Ended Early: after" in text and "ht 0 (cut)" in text
+
+
+def test_not_offered_volatile(hdb):
+    notices: list[str] = []
+    hdb.add_notice_handler(lambda d: notices.append(d.message_primary or ""))
+    hdb.execute("SET client_min_messages = debug1")
+    try:
+        query = ("SELECT hr.id, ht.pay FROM hr JOIN ht ON hr.a = ht.x "
+                 "WHERE ht.flag < 10 * random() + 5")
+        assert not hybrid_modules(hdb, query)
+        assert any("no hybrid join" in n and "volatile" in n for n in notices), notices
+    finally:
+        hdb.execute("RESET client_min_messages")

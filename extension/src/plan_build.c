@@ -358,7 +358,8 @@ hybrid_edge(PlannerInfo *root, EddyJoinPath *jp, JoinEdge *e, List *custom_plans
 			List **scan_quals, JoinEdge *hybrid)
 {
 	uint32		all_rels = (jp->nrels >= 32) ? ~0u : ((1u << jp->nrels) - 1);
-	const char *why = "no relation of the edge has an index on its keys";
+	const char *why = NULL;
+	const char *whys[2] = {NULL, NULL};
 	int			side;
 
 	if (eddy_join_method != EDDY_JOIN_HYBRID || e->clauses == NIL)
@@ -371,11 +372,17 @@ hybrid_edge(PlannerInfo *root, EddyJoinPath *jp, JoinEdge *e, List *custom_plans
 		ListCell   *lc;
 		bool		same_type = true;
 
+		if (side == 0)
+			whys[1] = why;		/* end b's reason, before end a is tried */
+		why = NULL;
 		if (e->index_into >= 0 && e->index_into != into)
+		{
+			why = "PostgreSQL's index nested loop goes into the other relation";
 			continue;
+		}
 		if ((all_rels & ~EddyTreeSide(jp, e, from)) != (1u << into))
 		{
-			why = "the relation with the index is not a leaf of the join tree";
+			why = "not a leaf of the join tree";
 			continue;
 		}
 		if (jp->jointype[into] != JOIN_INNER || jp->jointype[from] != JOIN_INNER)
@@ -398,6 +405,12 @@ hybrid_edge(PlannerInfo *root, EddyJoinPath *jp, JoinEdge *e, List *custom_plans
 			why = "its keys are of two types";
 			continue;
 		}
+		if (contain_volatile_functions((Node *) extract_actual_clauses(jp->rels[into]->baserestrictinfo, false)) ||
+			contain_subplans((Node *) extract_actual_clauses(jp->rels[into]->baserestrictinfo, false)))
+		{
+			why = "the relation's restriction clauses are volatile or hold a subplan";
+			continue;
+		}
 		if (e->index_into >= 0)
 		{
 			/* PostgreSQL's index nested loop: the index join with a cache */
@@ -407,12 +420,6 @@ hybrid_edge(PlannerInfo *root, EddyJoinPath *jp, JoinEdge *e, List *custom_plans
 		if (!jp->scanned[into] || !EddyRelIndexJoinable(root, jp, into))
 		{
 			why = "the relation is not a plain table";
-			continue;
-		}
-		if (contain_volatile_functions((Node *) extract_actual_clauses(jp->rels[into]->baserestrictinfo, false)) ||
-			contain_subplans((Node *) extract_actual_clauses(jp->rels[into]->baserestrictinfo, false)))
-		{
-			why = "the relation's restriction clauses are volatile or hold a subplan";
 			continue;
 		}
 		{
@@ -446,9 +453,14 @@ hybrid_edge(PlannerInfo *root, EddyJoinPath *jp, JoinEdge *e, List *custom_plans
 		}
 		why = "no index of the relation has every key";
 	}
-	elog(DEBUG1, "eddy: no hybrid join between relations \"%s\" and \"%s\": %s",
+	whys[0] = why;
+	elog(DEBUG1, "eddy: no hybrid join between relations \"%s\" and \"%s\": into \"%s\": %s; into \"%s\": %s",
 		 get_rel_name(planner_rt_fetch(jp->rels[e->a]->relid, root)->relid),
-		 get_rel_name(planner_rt_fetch(jp->rels[e->b]->relid, root)->relid), why);
+		 get_rel_name(planner_rt_fetch(jp->rels[e->b]->relid, root)->relid),
+		 get_rel_name(planner_rt_fetch(jp->rels[e->b]->relid, root)->relid),
+		 whys[1] ? whys[1] : "not tried",
+		 get_rel_name(planner_rt_fetch(jp->rels[e->a]->relid, root)->relid),
+		 whys[0] ? whys[0] : "not tried");
 	return -1;
 }
 
