@@ -17,9 +17,11 @@ import pytest
 from eddytools.db import (
     EXECUTOR_DEFAULTS,
     EXECUTOR_VARIANTS,
+    PARALLEL_FORCED,
     eddy_nodes,
     explain_json,
     multiset,
+    set_core_gucs,
     set_gucs,
     vanilla_multiset,
 )
@@ -294,3 +296,14 @@ def test_not_offered_volatile(hdb):
         assert any("no hybrid join" in n and "volatile" in n for n in notices), notices
     finally:
         hdb.execute("RESET client_min_messages")
+
+
+@pytest.mark.parametrize("exchange", ("auto", "always", "off"))
+def test_parallel_plans(hdb, exchange):
+    """Parallel plans forced: a partial scan of T or an exchanged state turns
+    the index route off (the index would return every participant's rows);
+    the results stay PostgreSQL's."""
+    set_core_gucs(hdb, PARALLEL_FORCED)
+    set_gucs(hdb, parallel_exchange=exchange, hybrid_route="random")
+    for name, query in QUERIES.items():
+        assert got_equal(hdb, query), (name, exchange)

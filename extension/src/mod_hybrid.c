@@ -36,9 +36,13 @@
  *		index: k is looked up in the index under the query's snapshot,
  *		through an index join module of this module's own
  *		(mod_indexjoin.h: its probes and its fetches, not a copy).  Each
- *		visible match first runs T's selections over T alone, rewritten
- *		over the heap tuple (one that fails is dropped, never built: what
- *		eddy.filter_before_store does for a scanned row); one that passes is
+ *		visible match first runs the clauses T's scan keeps (the plan gives
+ *		them over the heap, EddyJoinFetchQual) and T's selections over T
+ *		alone, rewritten over the heap tuple (one that fails is dropped,
+ *		never built: what the scan and eddy.filter_before_store do for a
+ *		scanned row; the planner offers no hybrid join where they are
+ *		volatile, which a row and its scanned copy could pass unlike); one
+ *		that passes is
  *		built into T's SteM unless the SteM already holds it (its scanned
  *		copy).  k is marked complete, and r probes the SteM, which now
  *		holds all of its matches; r is not stored.
@@ -292,8 +296,15 @@ EddyHybridJoinBegin(EddyState *es, List *desc, int index)
 	/* a scanned T: its index would return rows other participants scan */
 	if (hy->t_scanned && es->exchange)
 		hy->index_off = "the parallel eddy exchanges its state";
-	else if (hy->t_scanned && src->plan->plan->parallel_aware)
-		hy->index_off = "its relation's scan is partial";
+	else if (hy->t_scanned)
+	{
+		Plan	   *scan = src->plan->plan;
+
+		while (IsA(scan, Result) && scan->lefttree != NULL)
+			scan = scan->lefttree;	/* a gating Result */
+		if (scan->parallel_aware)
+			hy->index_off = "its relation's scan is partial";
+	}
 	if (hy->index_off != NULL && !hy->t_scanned)
 		elog(ERROR, "eddy: hybrid join %d reaches its relation by index only, but %s",
 			 index + 1, hy->index_off);

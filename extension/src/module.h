@@ -6,8 +6,9 @@
  *	  what the modules share (predicates, the ends of a join).
  *
  * A module is a selection (mod_selection.c), a symmetric hash join in
- * STAIR mode (mod_hashjoin.c) or SteM mode (mod_stems.c), or an index join
- * (mod_indexjoin.c); mod_join.c has what the joins share.  A module file
+ * STAIR mode (mod_hashjoin.c) or SteM mode (mod_stems.c), an index join
+ * (mod_indexjoin.c), or a hybrid index/hash join (mod_hybrid.c, which
+ * probes through mod_indexjoin.h); mod_join.c has what the joins share.  A module file
  * includes this header and the tuple format (tuple.h) only: it never
  * includes exec.h or loop.h.  It reaches the loop through two documented
  * callbacks only, EddyPushFrame (below) and the state mode's
@@ -148,14 +149,14 @@ typedef struct EddyStoreCounters
 
 /*
  * The state interface.  A module that keeps state between tuples (a hash
- * join's two STAIRs, in STAIR or SteM mode) sets EddyModule.state; a
- * stateless one (a selection, an index join) leaves it NULL.  Everything
- * the executor's services do with a module's state goes through these
- * operations: state migration (migrate.c), spilling (spill.c), the
- * parallel exchange (parallel.c), the counters saved around a replay and
- * the loop's test whether the result can still grow (source.c), the scan's
- * probes of a local chain (local.c).  None of them asks what kind a
- * module is.
+ * join's two STAIRs, in STAIR or SteM mode; a hybrid join's) sets
+ * EddyModule.state; a stateless one (a selection, an index join) leaves it
+ * NULL.  Everything the executor's services do with a module's state goes
+ * through these operations: state migration (migrate.c), spilling
+ * (spill.c), the parallel exchange (parallel.c), the counters saved around
+ * a replay and the loop's test whether the result can still grow
+ * (source.c), the scan's probes of a local chain (local.c).  None of them
+ * asks what kind a module is.
  *
  * The state is nstores stores, one per side of the module's join-tree
  * edge (spec): store s is a STAIR (stair.h) whose entries are payloads
