@@ -342,7 +342,7 @@ EddyExplain(CustomScanState *node, List *ancestors, ExplainState *xs)
 		return;
 	for (i = 0; i < es->nsources; i++)
 		if (es->sources[i].scan_dropped > 0 || es->sources[i].cut)
-			dropped_in_scans = true;
+			dropped_in_scans = true;	/* or not read to the end */
 	/* what the eddy read, where that is not what its scans returned */
 	if (!es->chain && (es->schedule != EDDY_SCHEDULE_BUILD || es->delayed ||
 					   dropped_in_scans || es->ended_loops > 0))

@@ -121,7 +121,7 @@ EddyStemsInit(EddyState *es)
 	es->unbuilt = false;
 	es->build_first = NULL;
 	es->stamp_rows = false;
-	/* migrate_refused, spill_refused: a module may have set them (mod_hybrid.c) */
+	/* migrate_refused and spill_refused: a module may have set them */
 	if (es->chain || es->state_mode != EDDY_STATE_MODE_STEMS)
 		return;
 	if (es->exchange)

@@ -82,7 +82,10 @@ EddySourceExhausted(EddyState *es, int i)
  * not read its outer side when its inner one was empty.  Called by
  * EddyReadSource, at a point of stasis.  Not while the eddy spills (a batch's
  * state is partly in its files) nor in an eddy that exchanges its state
- * (its STAIRs are not yet everyone's).
+ * (its STAIRs are not yet everyone's).  First, the sources a module says
+ * are of no use any more (the state interface's cut: a hybrid join that
+ * answers every probe by index) are marked exhausted, and the modules
+ * asked about those too.
  */
 static bool
 result_ended(EddyState *es)
