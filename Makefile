@@ -50,6 +50,10 @@
 #                    eddies_paper) into experiments-results/eddies/ or
 #                    docs/experiments/eddies/ (EXPERIMENTS_ARGS="--figures
 #                    e4,e5,e6,e7,e8,e9,e10,e11,e12,e13" for those alone)
+#   make experiments-stems  the SteMs paper's Figures 7 and 8 on the hybrid
+#                    index/hash join (issue 46), set up as make experiments:
+#                    results in experiments-results/stems, or with PUBLISH=1 in
+#                    docs/experiments/stems (STEMS_ARGS="--quick" for a smoke run)
 #   make tpch-bench  TPC-H's 22 queries with the eddy on and off (issue 13),
 #                    under PostgreSQL's defaults and with work_mem 64MB, serial
 #                    and parallel: plans with an Eddy and the planner's reasons
@@ -104,7 +108,7 @@ VENV ?= .venv
 PYTHON ?= /usr/bin/python3
 export PG_BINDIR PG_CONFIG
 
-.PHONY: all build install test pgregress sqlsmith bench experiments tpch-bench robustness load valgrind fuzz sysdeps venv clean
+.PHONY: all build install test pgregress sqlsmith bench experiments experiments-stems tpch-bench robustness load valgrind fuzz sysdeps venv clean
 
 all: build
 
@@ -229,6 +233,26 @@ experiments: sysdeps venv
 	  $(VENV)/bin/python -m eddytools.experiments \
 	    --dsn "host=$(EXPERIMENTS_SERVER) port=$(EXPERIMENTS_PORT) user=postgres dbname=postgres" \
 	    --out $(EXPERIMENTS_OUT) $(EXPERIMENTS_ARGS); \
+	  status=$$?; tests/pgserver.sh stop $(EXPERIMENTS_SERVER); trap - EXIT INT TERM; exit $$status; \
+	fi
+
+# The SteMs paper's Figures 7 and 8 on the hybrid index/hash join (issue 46),
+# set up as the experiments are (non-assert build, own server unless DSN=...,
+# results in experiments-results/stems unless PUBLISH=1: docs/experiments/stems).
+# About a minute; STEMS_ARGS="--quick" a few seconds.
+STEMS_OUT ?= $(if $(filter 1 yes true,$(EXPERIMENTS_PUBLISH)),docs/experiments/stems,experiments-results/stems)
+STEMS_ARGS ?=
+experiments-stems: sysdeps venv
+	$(MAKE) -C extension clean PG_CONFIG=$(PG_CONFIG)
+	$(MAKE) -C extension install PG_CONFIG=$(PG_CONFIG)
+	@if [ -n "$(DSN)" ] || [ -n "$$PGHOST$$PGDATABASE" ]; then \
+	  $(VENV)/bin/python -m eddytools.stems_paper --dsn "$(DSN)" --out $(STEMS_OUT) $(STEMS_ARGS); \
+	else \
+	  trap 'tests/pgserver.sh stop $(EXPERIMENTS_SERVER)' EXIT INT TERM; \
+	  tests/pgserver.sh start $(EXPERIMENTS_SERVER) $(EXPERIMENTS_PORT) || exit 1; \
+	  $(VENV)/bin/python -m eddytools.stems_paper \
+	    --dsn "host=$(EXPERIMENTS_SERVER) port=$(EXPERIMENTS_PORT) user=postgres dbname=postgres" \
+	    --out $(STEMS_OUT) $(STEMS_ARGS); \
 	  status=$$?; tests/pgserver.sh stop $(EXPERIMENTS_SERVER); trap - EXIT INT TERM; exit $$status; \
 	fi
 

@@ -38,6 +38,7 @@ from eddytools.db import (
     eddy_nodes,
     eddy_reasons,
     explain_json,
+    hybrid_settings,
     migration_settings,
     multiset,
     parallel_settings,
@@ -190,6 +191,7 @@ def random_settings(rng: random.Random) -> dict:
                 "source_schedule": rng.choice(["build", "build", "proportional"])}
     settings |= migration_settings(repr(settings))
     settings |= state_settings(repr(settings))
+    settings |= hybrid_settings(repr(settings), str(settings["join_method"]))
     settings |= parallel_settings(repr(settings))
     return settings | spill_settings(repr(settings))
 

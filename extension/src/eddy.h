@@ -72,8 +72,19 @@ typedef enum EddyJoinMethod
 {
 	EDDY_JOIN_AUTO,				/* PostgreSQL's choice in its cheapest plan */
 	EDDY_JOIN_HASH,				/* symmetric hash join (two STAIRs) everywhere */
-	EDDY_JOIN_INDEX				/* index join wherever an index allows */
+	EDDY_JOIN_INDEX,			/* index join wherever an index allows */
+	EDDY_JOIN_HYBRID			/* hybrid index/hash join where a leaf
+								 * relation has an index on the keys */
 } EddyJoinMethod;
+
+/* eddy.hybrid_route: how a hybrid join answers a miss (mod_hybrid.c) */
+typedef enum EddyHybridRoute
+{
+	EDDY_HYBRID_AUTO,			/* by the observed costs, exploring 5% */
+	EDDY_HYBRID_INDEX,			/* always the index */
+	EDDY_HYBRID_HASH,			/* always the hash route (stored, waits) */
+	EDDY_HYBRID_RANDOM			/* either, half and half (seeded): tests */
+} EddyHybridRoute;
 
 /* eddy.parallel_exchange (plan_parallel.c, parallel.c) */
 typedef enum EddyExchangeSetting
@@ -174,6 +185,8 @@ extern int	eddy_lottery_window;
 extern double eddy_selection_min_cost;
 extern bool eddy_static_shj;
 extern bool eddy_filter_before_store;
+extern int	eddy_hybrid_route;
+extern int	eddy_debug_index_delay;
 extern int	eddy_parallel_exchange;	/* EddyExchangeSetting */
 extern int	eddy_join_method;
 extern int	eddy_max_sources;

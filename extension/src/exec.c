@@ -130,6 +130,7 @@ static EddyModule *(*const module_begin[EDDY_NUM_MODULE_KINDS]) (EddyState *es,
 	[EDDY_MODULE_SELECTION] = EddySelectionBegin,
 	[EDDY_MODULE_HASH_JOIN] = EddyHashJoinBegin,
 	[EDDY_MODULE_INDEX_JOIN] = EddyIndexJoinBegin,
+	[EDDY_MODULE_HYBRID_JOIN] = EddyHybridJoinBegin,
 };
 
 void
@@ -258,7 +259,9 @@ begin_sources(EddyState *es, List *descs, EState *estate, int eflags)
 			child_states = lappend(child_states, src->plan);
 			es->scanned |= 1u << i;
 		}
-		else
+		/* index-joined, or a hybrid join's scanned end 1: its heap too */
+		if (src->method != EDDY_SOURCE_SCAN ||
+			OidIsValid((Oid) intVal(list_nth(d, EddySourceHeapOid))))
 		{
 			ListCell   *lc;
 			int			k = 0;
@@ -775,7 +778,7 @@ eddy_end(CustomScanState *node)
 
 		if (src->method == EDDY_SOURCE_SCAN)
 			ExecEndNode(src->plan);
-		else
+		if (src->heap != NULL)
 		{
 			ExecDropSingleTupleTableSlot(src->heapslot);
 			table_close(src->heap, AccessShareLock);
@@ -838,6 +841,7 @@ eddy_rescan(CustomScanState *node)
 		if (src->method != EDDY_SOURCE_SCAN)
 			continue;
 		src->exhausted = false;
+		src->cut = false;
 		src->exhausted_rank = 0;
 		src->nread = 0;
 		src->pending = NULL;

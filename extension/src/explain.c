@@ -341,8 +341,8 @@ EddyExplain(CustomScanState *node, List *ancestors, ExplainState *xs)
 	if (!analyze)
 		return;
 	for (i = 0; i < es->nsources; i++)
-		if (es->sources[i].scan_dropped > 0)
-			dropped_in_scans = true;
+		if (es->sources[i].scan_dropped > 0 || es->sources[i].cut)
+			dropped_in_scans = true;	/* or not read to the end */
 	/* what the eddy read, where that is not what its scans returned */
 	if (!es->chain && (es->schedule != EDDY_SCHEDULE_BUILD || es->delayed ||
 					   dropped_in_scans || es->ended_loops > 0))
@@ -352,9 +352,10 @@ EddyExplain(CustomScanState *node, List *ancestors, ExplainState *xs)
 		initStringInfo(&buf);
 		for (i = 0; i < es->nsources; i++)
 			if (es->sources[i].method == EDDY_SOURCE_SCAN)
-				appendStringInfo(&buf, "%s%s " UINT64_FORMAT, buf.len > 0 ? ", " : "",
+				appendStringInfo(&buf, "%s%s " UINT64_FORMAT "%s", buf.len > 0 ? ", " : "",
 								 es->sources[i].name ? es->sources[i].name : "?",
-								 es->sources[i].nread);
+								 es->sources[i].nread,
+								 es->sources[i].cut ? " (cut)" : "");
 		ExplainPropertyText("Tuples Read", buf.data, xs);
 	}
 	if (es->ended_loops > 0)

@@ -22,6 +22,8 @@ int			eddy_lottery_window = EDDY_DEFAULT_LOTTERY_WINDOW;
 double		eddy_selection_min_cost = EDDY_DEFAULT_SELECTION_MIN_COST;
 bool		eddy_static_shj = false;
 bool		eddy_filter_before_store = true;
+int			eddy_hybrid_route = EDDY_HYBRID_AUTO;
+int			eddy_debug_index_delay = 0;
 int			eddy_parallel_exchange = EDDY_EXCHANGE_AUTO;
 int			eddy_join_method = EDDY_JOIN_AUTO;
 int			eddy_max_sources = EDDY_DEFAULT_MAX_SOURCES;
@@ -77,10 +79,19 @@ static const struct config_enum_entry exchange_options[] = {
 	{NULL, 0, false}
 };
 
+static const struct config_enum_entry hybrid_route_options[] = {
+	{"auto", EDDY_HYBRID_AUTO, false},
+	{"index", EDDY_HYBRID_INDEX, false},
+	{"hash", EDDY_HYBRID_HASH, false},
+	{"random", EDDY_HYBRID_RANDOM, false},
+	{NULL, 0, false}
+};
+
 static const struct config_enum_entry join_method_options[] = {
 	{"auto", EDDY_JOIN_AUTO, false},
 	{"hash", EDDY_JOIN_HASH, false},
 	{"index", EDDY_JOIN_INDEX, false},
+	{"hybrid", EDDY_JOIN_HYBRID, false},
 	{NULL, 0, false}
 };
 
@@ -203,6 +214,33 @@ EddyGucInit(void)
 							 NULL,
 							 NULL);
 
+	DefineCustomEnumVariable("eddy.hybrid_route",
+							 "How a hybrid join answers a probe its SteM cannot answer yet.",
+							 "auto: by the index lookups' observed cost against the rest of the scan; "
+							 "index or hash: always that route; random: either, half and half (for tests). "
+							 "Read when the node starts.",
+							 &eddy_hybrid_route,
+							 EDDY_HYBRID_AUTO,
+							 hybrid_route_options,
+							 PGC_USERSET,
+							 0,
+							 NULL,
+							 NULL,
+							 NULL);
+
+	DefineCustomIntVariable("eddy.debug_index_delay",
+							"Experiments: each index lookup of an index or hybrid join first sleeps this long.",
+							"A slow index, for the SteMs paper's Figures 7 and 8; 0: none.",
+							&eddy_debug_index_delay,
+							0,
+							0,
+							1000000,
+							PGC_USERSET,
+							0,
+							NULL,
+							NULL,
+							NULL);
+
 	DefineCustomBoolVariable("eddy.static_shj",
 							 "Replaces PostgreSQL's hash joins by static symmetric hash joins (when eddy.enabled is off).",
 							 NULL,
@@ -229,7 +267,9 @@ EddyGucInit(void)
 	DefineCustomEnumVariable("eddy.join_method",
 							 "Join module of the eddy for each join edge.",
 							 "auto: PostgreSQL's choice (index nested loop: index join, else symmetric hash join); "
-							 "hash: symmetric hash joins; index: index joins wherever an index allows.",
+							 "hash: symmetric hash joins; index: index joins wherever an index allows; "
+							 "hybrid: as auto, but an index on a leaf relation's join keys makes a hybrid "
+							 "index/hash join that chooses per tuple and caches index lookups.",
 							 &eddy_join_method,
 							 EDDY_JOIN_AUTO,
 							 join_method_options,

@@ -697,7 +697,7 @@ EddyMarkNestLoopIndexJoins(PlannerInfo *root, EddyJoinPath *jp, List *candidates
 {
 	ListCell   *lc;
 
-	if (eddy_join_method != EDDY_JOIN_AUTO)
+	if (eddy_join_method != EDDY_JOIN_AUTO && eddy_join_method != EDDY_JOIN_HYBRID)
 		return;
 	foreach(lc, nestloops)
 	{

@@ -86,7 +86,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "module.h"
+#include "mod_indexjoin.h"
 
 #include "access/genam.h"
 #include "access/htup_details.h"
@@ -173,7 +173,7 @@ EddyIndexJoinBegin(EddyState *es, List *desc, int index)
 	EddyJoinSpecInit(es, ends, desc);
 	EddyJoinTargets(m, ends, 1);
 	inner = &es->sources[ends->rel[1]];
-	Assert(inner->method == EDDY_SOURCE_INDEX);
+	Assert(inner->heap != NULL);	/* index-joined, or a hybrid join's */
 
 	ij->indexoid = (Oid) intVal(list_nth(desc, EddyJoinIndexOid));
 	ij->jointype = (JoinType) intVal(list_nth(desc, EddyJoinType));
@@ -544,6 +544,7 @@ indexjoin_route(EddyState *es, EddyModule *m, int dir, EddyTuple *t)
 	}
 	for (k = 0; k < ends->nkeys; k++)
 		ij->skeys[ij->skey_of_key[k]].sk_argument = keys[k];
+	EddyIndexLookupDelay();
 	index_rescan(ij->scan, ij->skeys, ends->nkeys, NULL, 0);
 	if (ij->jointype != JOIN_INNER)
 		return semijoin_decide(es, ij, t, true);
@@ -745,4 +746,46 @@ indexjoin_explain(EddyState *es, EddyModule *m, List *context, bool useprefix,
 		else
 			ExplainPropertyUInteger("Dropped at Fetch", NULL, ij->chain_dropped, xs);
 	}
+}
+
+/*
+ * Index probes for other modules (mod_indexjoin.h): a hybrid join
+ * (mod_hybrid.c) begins an index join module of its own, outside the
+ * eddy's modules, and probes through it.  Begin a probe of the index with
+ * the keys of end 0 (one per key, none NULL).
+ */
+void
+EddyIndexJoinProbeBegin(EddyState *es, EddyModule *m, Datum *keys)
+{
+	EddyIndexJoin *ij = (EddyIndexJoin *) m;
+	int			k;
+
+	Assert(m->methods == &indexjoin_methods);
+	for (k = 0; k < ij->ends.nkeys; k++)
+		ij->skeys[ij->skey_of_key[k]].sk_argument = keys[k];
+	EddyIndexLookupDelay();
+	index_rescan(ij->scan, ij->skeys, ij->ends.nkeys, NULL, 0);
+}
+
+/*
+ * The next visible heap tuple of the probe, in end 1's source's heap slot
+ * deformed up to its max_attno (a lossy index's keys rechecked), or NULL.
+ * The slot holds it until the next call.
+ */
+TupleTableSlot *
+EddyIndexJoinProbeNext(EddyState *es, EddyModule *m)
+{
+	EddyIndexJoin *ij = (EddyIndexJoin *) m;
+	EddySource *src = &es->sources[ij->ends.rel[1]];
+	TupleTableSlot *heapslot = src->heapslot;
+
+	while (index_getnext_slot(ij->scan, ForwardScanDirection, heapslot))
+	{
+		CHECK_FOR_INTERRUPTS();
+		slot_getsomeattrs(heapslot, src->max_attno);
+		if (ij->scan->xs_recheck && !keys_match(ij, src, heapslot))
+			continue;
+		return heapslot;
+	}
+	return NULL;
 }

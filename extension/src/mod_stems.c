@@ -121,8 +121,7 @@ EddyStemsInit(EddyState *es)
 	es->unbuilt = false;
 	es->build_first = NULL;
 	es->stamp_rows = false;
-	es->migrate_refused = NULL;
-	es->spill_refused = NULL;
+	/* migrate_refused and spill_refused: a module may have set them */
 	if (es->chain || es->state_mode != EDDY_STATE_MODE_STEMS)
 		return;
 	if (es->exchange)
@@ -146,7 +145,17 @@ EddyStemsInit(EddyState *es)
 			EddyHashJoin *hj = EddyHashJoinOf(es->modules[i]);
 
 			if (hj == NULL)
+			{
+				/* a module that keeps state but has no SteM mode */
+				if (pass == 0 && es->modules[i]->state != NULL)
+				{
+					es->stems_refused =
+						psprintf("%s %d has no SteM mode",
+								 es->modules[i]->methods->label, i + 1);
+					return;
+				}
 				continue;
+			}
 			for (s = 0; s < 2; s++)
 			{
 				EddySource *src = &es->sources[hj->ends.rel[s]];

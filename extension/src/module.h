@@ -6,8 +6,9 @@
  *	  what the modules share (predicates, the ends of a join).
  *
  * A module is a selection (mod_selection.c), a symmetric hash join in
- * STAIR mode (mod_hashjoin.c) or SteM mode (mod_stems.c), or an index join
- * (mod_indexjoin.c); mod_join.c has what the joins share.  A module file
+ * STAIR mode (mod_hashjoin.c) or SteM mode (mod_stems.c), an index join
+ * (mod_indexjoin.c), or a hybrid index/hash join (mod_hybrid.c, which
+ * probes through mod_indexjoin.h); mod_join.c has what the joins share.  A module file
  * includes this header and the tuple format (tuple.h) only: it never
  * includes exec.h or loop.h.  It reaches the loop through two documented
  * callbacks only, EddyPushFrame (below) and the state mode's
@@ -148,14 +149,14 @@ typedef struct EddyStoreCounters
 
 /*
  * The state interface.  A module that keeps state between tuples (a hash
- * join's two STAIRs, in STAIR or SteM mode) sets EddyModule.state; a
- * stateless one (a selection, an index join) leaves it NULL.  Everything
- * the executor's services do with a module's state goes through these
- * operations: state migration (migrate.c), spilling (spill.c), the
- * parallel exchange (parallel.c), the counters saved around a replay and
- * the loop's test whether the result can still grow (source.c), the scan's
- * probes of a local chain (local.c).  None of them asks what kind a
- * module is.
+ * join's two STAIRs, in STAIR or SteM mode; a hybrid join's) sets
+ * EddyModule.state; a stateless one (a selection, an index join) leaves it
+ * NULL.  Everything the executor's services do with a module's state goes
+ * through these operations: state migration (migrate.c), spilling
+ * (spill.c), the parallel exchange (parallel.c), the counters saved around
+ * a replay and the loop's test whether the result can still grow
+ * (source.c), the scan's probes of a local chain (local.c).  None of them
+ * asks what kind a module is.
  *
  * The state is nstores stores, one per side of the module's join-tree
  * edge (spec): store s is a STAIR (stair.h) whose entries are payloads
@@ -193,6 +194,11 @@ typedef struct EddyStoreCounters
  *				true, for the caller to drop the tuple; else counts
  *				nothing.  Called from a scan's qual (a local chain), with
  *				nothing of the eddy's in flight.
+ * cut			optional: scanned sources, not exhausted, whose remaining
+ *				tuples can make no result any more though other sources go
+ *				on (a hybrid join answering every probe by index); the loop
+ *				reads them no more, as if exhausted.  Asked with ended,
+ *				after a source ran out or the module set es->check_end.
  */
 typedef struct EddyStateMethods
 {
@@ -209,6 +215,7 @@ typedef struct EddyStateMethods
 	bool		(*probe_only) (EddyState *es, EddyModule *m, int dir);
 	bool		(*probe_misses) (EddyState *es, EddyModule *m, int dir,
 								 Datum *keys, bool *isnull);
+	uint32		(*cut) (EddyState *es, EddyModule *m);
 } EddyStateMethods;
 
 /*
@@ -259,6 +266,7 @@ extern EddyModule *EddySelectionBegin(EddyState *es, List *desc, int index);
 extern EddyModule *EddyHashJoinBegin(EddyState *es, List *desc, int index);
 extern EddyModule *EddyIndexJoinBegin(EddyState *es, List *desc, int index);
 extern void EddyIndexJoinBeginChain(EddyState *es, EddyModule *m);
+extern EddyModule *EddyHybridJoinBegin(EddyState *es, List *desc, int index);
 
 /*
  * Every entry of every store of every module that keeps state, in module

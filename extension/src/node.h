@@ -88,6 +88,8 @@ struct EddySource
 	PlanState  *plan;
 	TupleTableSlot *pending;	/* a tuple read ahead, not yet routed */
 	bool		exhausted;
+	bool		cut;			/* ... because a module said its remaining
+								 * tuples are of no use (module.h, cut) */
 	int			exhausted_rank; /* 1 for the first source to run out, ... */
 	uint64		nread;			/* tuples read */
 	uint64		scan_dropped;	/* ... of which its scan dropped (local.c,

@@ -30,6 +30,7 @@
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
+#include "optimizer/clauses.h"
 #include "optimizer/cost.h"
 #include "optimizer/optimizer.h"
 #include "optimizer/pathnode.h"
@@ -372,6 +373,159 @@ index_join_index_only(EddyJoinPath *jp, JoinEdge *e, int into)
 }
 
 /*
+ * A hybrid join (eddy.join_method = hybrid, mod_hybrid.c) of tree edge e:
+ * the relation it also reaches by index (end 1), returned, with the index
+ * and its columns in *hybrid, or -1 (and why not at DEBUG1).  An index join
+ * PostgreSQL's plan made (e->index_into) becomes one whose relation is
+ * reached by index only, with the cache; a hash join one whose leaf
+ * relation is both scanned and indexed.  The relation must be one alone on
+ * its side of the tree, of plain columns, an inner relation whose
+ * restriction clauses are neither volatile (a fetched row and its scanned
+ * copy must pass alike) nor hold a subplan (the clauses its scan keeps run
+ * on the rows the index fetches too, EddyJoinFetchQual), with a btree or
+ * hash index on every key, and the keys of one type on both ends (the
+ * cache is probed with either end's).
+ */
+static int
+hybrid_edge(PlannerInfo *root, EddyJoinPath *jp, JoinEdge *e, List *custom_plans,
+			List **scan_quals, JoinEdge *hybrid)
+{
+	uint32		all_rels = (jp->nrels >= 32) ? ~0u : ((1u << jp->nrels) - 1);
+	const char *why = NULL;
+	const char *whys[2] = {NULL, NULL};
+	int			side;
+
+	if (eddy_join_method != EDDY_JOIN_HYBRID || e->clauses == NIL)
+		return -1;
+	for (side = 1; side >= 0; side--)
+	{
+		int			into = side ? e->b : e->a;
+		int			from = side ? e->a : e->b;
+		List	   *keyclauses = e->index_into >= 0 ? e->index_clauses : e->clauses;
+		ListCell   *lc;
+		bool		same_type = true;
+
+		if (side == 0)
+			whys[1] = why;		/* end b's reason, before end a is tried */
+		why = NULL;
+		if (e->index_into >= 0 && e->index_into != into)
+		{
+			why = "PostgreSQL's index nested loop goes into the other relation";
+			continue;
+		}
+		if ((all_rels & ~EddyTreeSide(jp, e, from)) != (1u << into))
+		{
+			why = "not a leaf of the join tree";
+			continue;
+		}
+		if (jp->jointype[into] != JOIN_INNER || jp->jointype[from] != JOIN_INNER)
+		{
+			why = "a semi or anti join";
+			continue;
+		}
+		foreach(lc, keyclauses)
+		{
+			Oid			ltype;
+			Oid			rtype;
+
+			op_input_types(((OpExpr *) lfirst_node(RestrictInfo, lc)->clause)->opno,
+						   &ltype, &rtype);
+			if (ltype != rtype)
+				same_type = false;
+		}
+		if (!same_type)
+		{
+			why = "its keys are of two types";
+			continue;
+		}
+		if (contain_volatile_functions((Node *) extract_actual_clauses(jp->rels[into]->baserestrictinfo, false)) ||
+			contain_subplans((Node *) extract_actual_clauses(jp->rels[into]->baserestrictinfo, false)))
+		{
+			why = "the relation's restriction clauses are volatile or hold a subplan";
+			continue;
+		}
+		if (e->index_into >= 0)
+		{
+			/* PostgreSQL's index nested loop: the index join with a cache */
+			*hybrid = *e;
+			return into;
+		}
+		if (!jp->scanned[into] || !EddyRelIndexJoinable(root, jp, into))
+		{
+			why = "the relation is not a plain table";
+			continue;
+		}
+		{
+			int			plan_i = 0;
+			int			i;
+			Plan	   *child;
+
+			for (i = 0; i < into; i++)
+				if (jp->scanned[i])
+					plan_i++;
+			child = list_nth(custom_plans, plan_i);
+			foreach(lc, child->targetlist)
+			{
+				Expr	   *expr = lfirst_node(TargetEntry, lc)->expr;
+
+				if (!IsA(expr, Var) || ((Var *) expr)->varattno <= 0)
+					break;
+			}
+			if (lc != NULL)
+			{
+				why = "the relation's scan returns more than its columns";
+				continue;
+			}
+		}
+		foreach(lc, jp->rels[into]->indexlist)
+		{
+			*hybrid = *e;
+			if (EddyEdgeIndexUsable(jp, hybrid, into, lfirst(lc)) &&
+				list_length(hybrid->index_clauses) == list_length(e->clauses))
+				return into;
+		}
+		why = "no index of the relation has every key";
+	}
+	whys[0] = why;
+	elog(DEBUG1, "eddy: no hybrid join between relations \"%s\" and \"%s\": into \"%s\": %s; into \"%s\": %s",
+		 get_rel_name(planner_rt_fetch(jp->rels[e->a]->relid, root)->relid),
+		 get_rel_name(planner_rt_fetch(jp->rels[e->b]->relid, root)->relid),
+		 get_rel_name(planner_rt_fetch(jp->rels[e->b]->relid, root)->relid),
+		 whys[1] ? whys[1] : "not tried",
+		 get_rel_name(planner_rt_fetch(jp->rels[e->a]->relid, root)->relid),
+		 whys[0] ? whys[0] : "not tried");
+	return -1;
+}
+
+/*
+ * The heap attributes of a scanned relation's columns, for a hybrid join
+ * that also fetches it by index: its source description names the heap.
+ */
+static void
+hybrid_source(PlannerInfo *root, EddyJoinPath *jp, List *sources, List *custom_plans,
+			  int into)
+{
+	List	   *source = list_nth(sources, into);
+	int			plan_i = 0;
+	List	   *attnos = NIL;
+	Plan	   *child;
+	ListCell   *lc;
+	int			i;
+
+	if (!jp->scanned[into])
+		return;					/* index-joined: it has them */
+	for (i = 0; i < into; i++)
+		if (jp->scanned[i])
+			plan_i++;
+	child = list_nth(custom_plans, plan_i);
+	foreach(lc, child->targetlist)
+		attnos = lappend_int(attnos, ((Var *) lfirst_node(TargetEntry, lc)->expr)->varattno);
+	lfirst(list_nth_cell(source, EddySourceHeapOid)) =
+		EddyPrivateOid(planner_rt_fetch(jp->rels[into]->relid, root)->relid);
+	lfirst(list_nth_cell(source, EddySourceHeapAttnos)) = EddyPrivateIntegers(attnos);
+}
+
+/*
  * Join modules (returned), one per edge of the tree, in jp->edges order.
  * An index join's end 0 is the relation it probes from, end 1 the one it
  * probes into; a hash join's ends are the edge's.  Key expressions and the
@@ -380,7 +534,8 @@ index_join_index_only(EddyJoinPath *jp, JoinEdge *e, int into)
  */
 static List *
 make_join_modules(PlannerInfo *root, EddyJoinPath *jp, List **scan_quals,
-				  List **exprs, bool (*unique)[2])
+				  List **exprs, bool (*unique)[2], List *sources,
+				  List *custom_plans)
 {
 	List	   *modules = NIL;
 	uint32		all_rels = (jp->nrels >= 32) ? ~0u : ((1u << jp->nrels) - 1);
@@ -394,9 +549,13 @@ make_join_modules(PlannerInfo *root, EddyJoinPath *jp, List **scan_quals,
 	foreach(lc, jp->edges)
 	{
 		JoinEdge   *e = lfirst(lc);
+		JoinEdge	hy;
+		int			hybrid_into = hybrid_edge(root, jp, e, custom_plans, scan_quals, &hy);
+		bool		hybrid = hybrid_into >= 0;
 		bool		index_join = e->index_into >= 0;
 		List	   *keyclauses = index_join ? e->index_clauses : e->clauses;
-		int			side0 = index_join ? (e->index_into == e->a ? e->b : e->a) : e->a;
+		int			side0 = hybrid ? (hybrid_into == e->a ? e->b : e->a) :
+			index_join ? (e->index_into == e->a ? e->b : e->a) : e->a;
 		int			side1 = (side0 == e->a) ? e->b : e->a;
 		uint32		mask0 = EddyTreeSide(jp, e, side0);
 		uint32		mask1 = all_rels & ~mask0;
@@ -423,12 +582,15 @@ make_join_modules(PlannerInfo *root, EddyJoinPath *jp, List **scan_quals,
 			keys1 = lappend_int(keys1, list_length(*exprs));
 			*exprs = lappend(*exprs, EddyClauseSide(rinfo, jp->rels[side1]->relid));
 		}
-		unique[k][0] = !index_join &&
+		unique[k][0] = (!index_join || hybrid) &&
 			EddyProbeSideUnique(root, jp, side0, mask0, keyclauses, scan_quals);
-		unique[k][1] = !index_join &&
+		unique[k][1] = (!index_join || hybrid) &&
 			EddyProbeSideUnique(root, jp, side1, mask1, keyclauses, scan_quals);
+		if (hybrid)
+			hybrid_source(root, jp, sources, custom_plans, hybrid_into);
 
-		items[EddyJoinKind] = (Node *) makeInteger(index_join ?
+		items[EddyJoinKind] = (Node *) makeInteger(hybrid ? EDDY_MODULE_HYBRID_JOIN :
+												   index_join ?
 												   EDDY_MODULE_INDEX_JOIN :
 												   EDDY_MODULE_HASH_JOIN);
 		items[EddyJoinEnds] = (Node *) list_make2(makeInteger(side0), makeInteger(side1));
@@ -477,14 +639,25 @@ make_join_modules(PlannerInfo *root, EddyJoinPath *jp, List **scan_quals,
 		items[EddyJoinEstSelectivity] =
 			EddyPrivateFloat(clauselist_selectivity(root, keyclauses, 0,
 													JOIN_INNER, NULL));
-		items[EddyJoinIndexOid] = EddyPrivateOid(index_join ? e->index->indexoid : InvalidOid);
-		items[EddyJoinIndexCols] = (Node *) (index_join ?
+		items[EddyJoinIndexOid] = EddyPrivateOid(hybrid ? hy.index->indexoid :
+												 index_join ? e->index->indexoid : InvalidOid);
+		items[EddyJoinIndexCols] = (Node *) (hybrid ? EddyPrivateIntegers(hy.index_cols) :
+											 index_join ?
 											 EddyPrivateIntegers(e->index_cols) : NIL);
 		items[EddyJoinType] = (Node *) makeInteger(index_join ? jp->jointype[side1] : JOIN_INNER);
 		items[EddyJoinInnerQual] = (Node *) makeInteger(-1);
 		items[EddyJoinIndexOnly] =
-			(Node *) makeInteger(index_join &&
+			(Node *) makeInteger(index_join && !hybrid &&
 								 index_join_index_only(jp, e, side1) ? 1 : 0);
+		items[EddyJoinFetchQual] = (Node *) NIL;
+		if (hybrid && jp->scanned[hybrid_into] && scan_quals[hybrid_into] != NIL)
+		{
+			/* the clauses T's scan keeps, for the rows its index fetches */
+			List	   *quals = extract_actual_clauses(scan_quals[hybrid_into], false);
+
+			fix_opfuncids((Node *) quals);
+			items[EddyJoinFetchQual] = (Node *) copyObject(quals);
+		}
 		if (index_join && jp->jointype[side1] != JOIN_INNER)
 		{
 			SpecialJoinInfo *sjinfo = jp->sjinfo[side1];
@@ -538,7 +711,8 @@ EddyPlanJoinPath(PlannerInfo *root, RelOptInfo *joinrel,
 	sources = make_sources(root, jp, custom_plans, &scan_tlist, &sels, scan_quals);
 	add_block_selections(jp, &sels, &one_time);
 	modules = make_selection_modules(root, jp, &sels, &exprs);
-	modules = list_concat(modules, make_join_modules(root, jp, scan_quals, &exprs, unique));
+	modules = list_concat(modules, make_join_modules(root, jp, scan_quals, &exprs, unique,
+													 sources, custom_plans));
 	if (one_time != NIL)
 	{
 		exprs = lappend(exprs, make_ands_explicit(one_time));

@@ -228,7 +228,7 @@ join_gates(PlannerInfo *root, EddyJoinPath *jp, RelOptInfo *joinrel,
 	Cost		pg_gather_cost = 0;
 
 	/* parameterized scan lost */
-	if (eddy_join_method == EDDY_JOIN_AUTO)
+	if (eddy_join_method == EDDY_JOIN_AUTO || eddy_join_method == EDDY_JOIN_HYBRID)
 	{
 		Path	   *lost = EddyParameterizedScanLost(jp, joinrel->cheapest_total_path);
 

@@ -103,9 +103,12 @@ typedef enum EddySourcePrivateIndex
 	EddySourceNumCols,			/* Integer: columns in its range */
 	EddySourcePlan,				/* Integer: SCAN: its index in custom_plans;
 								 * INDEX: -1 */
-	EddySourceHeapOid,			/* Integer: INDEX: the relation's OID; SCAN: 0 */
-	EddySourceHeapAttnos,		/* List of Integer: INDEX: the heap attribute
-								 * of each column of its range; SCAN: NIL */
+	EddySourceHeapOid,			/* Integer: INDEX: the relation's OID; SCAN:
+								 * the same for the end 1 of a hybrid join
+								 * (it is also fetched by index), else 0 */
+	EddySourceHeapAttnos,		/* List of Integer: INDEX (and SCAN with a
+								 * HeapOid): the heap attribute of each
+								 * column of its range; SCAN: NIL */
 	EddySourceEstRows,			/* Float: the planner's rows for the relation */
 	EddySourceNumItems
 } EddySourcePrivateIndex;
@@ -116,6 +119,8 @@ typedef enum EddyModuleKind
 	EDDY_MODULE_SELECTION,		/* one predicate */
 	EDDY_MODULE_HASH_JOIN,		/* symmetric hash join: two dual STAIRs */
 	EDDY_MODULE_INDEX_JOIN,		/* probes an index of side 1's relation */
+	EDDY_MODULE_HYBRID_JOIN,	/* hash join whose side 1, one relation, is
+								 * also reached by index (mod_hybrid.c) */
 	EDDY_NUM_MODULE_KINDS
 } EddyModuleKind;
 
@@ -162,10 +167,11 @@ typedef enum EddyJoinPrivateIndex
 								 * end's relation */
 	EddyJoinEstSelectivity,		/* Float: the planner's selectivity of the
 								 * join clauses */
-	EddyJoinIndexOid,			/* Integer: INDEX_JOIN: the index on end 1's
-								 * relation; HASH_JOIN: 0 */
-	EddyJoinIndexCols,			/* List of Integer: INDEX_JOIN: per key, its
-								 * index column (1-based); HASH_JOIN: NIL */
+	EddyJoinIndexOid,			/* Integer: INDEX_JOIN, HYBRID_JOIN: the index
+								 * on end 1's relation; HASH_JOIN: 0 */
+	EddyJoinIndexCols,			/* List of Integer: INDEX_JOIN, HYBRID_JOIN:
+								 * per key, its index column (1-based);
+								 * HASH_JOIN: NIL */
 	EddyJoinType,				/* Integer: JOIN_INNER; INDEX_JOIN also
 								 * JOIN_SEMI or JOIN_ANTI (end 1 is the semi
 								 * or anti join's inner relation) */
@@ -183,6 +189,10 @@ typedef enum EddyJoinPrivateIndex
 								 * index tuples and visits the heap only for
 								 * pages not all visible (mod_indexjoin.c);
 								 * HASH_JOIN: 0 */
+	EddyJoinFetchQual,			/* HYBRID_JOIN: List of the restriction
+								 * clauses end 1's scan keeps (Exprs over
+								 * the relation's Vars, opfuncids set), run
+								 * on each row its index fetches; else NIL */
 	EddyJoinNumItems
 } EddyJoinPrivateIndex;
 

@@ -25,6 +25,7 @@
 #include "loop.h"
 
 #include "miscadmin.h"
+#include "port/pg_bitutils.h"
 
 /*
  * Before the first tuple is routed, read one tuple of every scanned
@@ -81,7 +82,10 @@ EddySourceExhausted(EddyState *es, int i)
  * not read its outer side when its inner one was empty.  Called by
  * EddyReadSource, at a point of stasis.  Not while the eddy spills (a batch's
  * state is partly in its files) nor in an eddy that exchanges its state
- * (its STAIRs are not yet everyone's).
+ * (its STAIRs are not yet everyone's).  First, the sources a module says
+ * are of no use any more (the state interface's cut: a hybrid join that
+ * answers every probe by index) are marked exhausted, and the modules
+ * asked about those too.
  */
 static bool
 result_ended(EddyState *es)
@@ -94,6 +98,27 @@ result_ended(EddyState *es)
 		return false;			/* the ordinary end */
 	if (es->spill != NULL || es->exchange)
 		return false;
+	/* sources whose remaining tuples a module says are of no use */
+	for (m = 0; m < es->nmodules; m++)
+	{
+		EddyModule *mod = es->modules[m];
+		uint32		cut;
+
+		if (mod->state == NULL || mod->state->cut == NULL)
+			continue;
+		cut = mod->state->cut(es, mod) & es->scanned & ~es->exhausted;
+		while (cut != 0)
+		{
+			int			i = pg_rightmost_one_pos32(cut);
+
+			cut &= cut - 1;
+			es->sources[i].cut = true;
+			EddySourceExhausted(es, i);
+		}
+	}
+	if ((es->scanned & ~es->exhausted) == 0)
+		return false;
+	es->check_end = false;
 	for (m = 0; m < es->nmodules; m++)
 	{
 		EddyModule *mod = es->modules[m];

@@ -230,6 +230,18 @@ def state_settings(tag: str) -> dict:
     return {"state_mode": rng.choice(["stairs", "stems"])}
 
 
+def hybrid_settings(tag: str, join_method: str) -> dict:
+    """Hybrid index/hash joins for a differential run (eddy.join_method =
+    hybrid in place of auto a third of the time, with a route), drawn from
+    their own generator seeded by ``tag`` so that adding them changes no
+    other draw."""
+    rng = random.Random(f"hybrid:{tag}")
+    if join_method != "auto" or rng.random() >= 1 / 3:
+        return {}
+    return {"join_method": "hybrid",
+            "hybrid_route": rng.choice(["auto", "auto", "index", "hash", "random"])}
+
+
 # Parallel plans forced (the cost of starting workers and of passing tuples
 # set to zero, any table large enough), and the servers' own settings, which
 # a run that does not force them sets back.
