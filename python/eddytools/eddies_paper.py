@@ -84,7 +84,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -958,11 +957,7 @@ def main(argv: list[str] | None = None) -> int:
         "queues, hence no back-pressure, which made the paper's naive eddy prefer the "
         "cheaper selection.",
     ]
-    t0 = time.monotonic()
-
-    def progress(text: str) -> None:
-        if not args.no_progress:
-            print(f"[{time.monotonic() - t0:7.1f} s] {text}", file=sys.stderr, flush=True)
+    progress = harness.progress_printer(args.no_progress)
 
     def run() -> None:
         harness.prepare_eddy(args.dsn)

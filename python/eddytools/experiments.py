@@ -1399,11 +1399,7 @@ def main(argv: list[str] | None = None) -> int:
     ]
     earlier = keep_other_figures(result, args.out, args.figures) \
         if args.keep_other_figures else None
-    t0 = time.monotonic()
-
-    def progress(text: str) -> None:
-        if not args.no_progress:
-            print(f"[{time.monotonic() - t0:7.1f} s] {text}", file=sys.stderr, flush=True)
+    progress = harness.progress_printer(args.no_progress)
 
     def run() -> None:
         harness.prepare_eddy(args.dsn)

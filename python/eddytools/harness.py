@@ -437,6 +437,17 @@ def add_common_arguments(ap: argparse.ArgumentParser, *, dsn_help: str, out: Pat
     ap.add_argument("--no-progress", action="store_true", help=progress_help)
 
 
+def progress_printer(quiet: bool) -> Callable[[str], None]:
+    """A progress line on stderr, stamped with the seconds since this call
+    (nothing when ``quiet``)."""
+    t0 = time.monotonic()
+
+    def progress(text: str) -> None:
+        if not quiet:
+            print(f"[{time.monotonic() - t0:7.1f} s] {text}", file=sys.stderr, flush=True)
+    return progress
+
+
 def first_line(e: BaseException) -> str:
     return (str(e).strip().splitlines() or [type(e).__name__])[0]
 

@@ -343,11 +343,7 @@ def main(argv: list[str] | None = None) -> int:
         "for the scan, and the scan runs to its end in every configuration that has it.",
         "The STAIRs Figure 7 query with access modules (s7stairs) is not run.",
     ]
-    t0 = time.monotonic()
-
-    def progress(text: str) -> None:
-        if not args.no_progress:
-            print(f"[{time.monotonic() - t0:7.1f} s] {text}", file=sys.stderr, flush=True)
+    progress = harness.progress_printer(args.no_progress)
 
     def body() -> None:
         harness.prepare_eddy(args.dsn)
