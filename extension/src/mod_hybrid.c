@@ -654,6 +654,41 @@ choose_index(EddyState *es, EddyHybridJoin *hy)
 }
 
 /*
+ * t probes the other side's STAIR without being stored on its own (a
+ * STAIR-mode hash join's skip: nothing can probe it later, or its matches
+ * are all there).
+ */
+static void
+probe_unstored(EddyState *es, EddyHybridJoin *hy, int dir, EddyTuple *t,
+			   uint32 hash, Datum *keys)
+{
+	EddyHashJoin *hj = &hy->hj;
+
+	hj->stair[dir]->complete = false;
+	hj->stair[dir]->skipped++;
+	if (hj->stair[1 - dir]->nentries > 0)
+		push_probe(es, hy, dir, t, hash, keys);
+}
+
+/* BuildFirst: t is stored on its side, then probes the other */
+static void
+store_and_probe(EddyState *es, EddyHybridJoin *hy, int dir, EddyTuple *t,
+				uint32 hash, Datum *keys)
+{
+	EddyHashJoin *hj = &hy->hj;
+	EddyJoinSpec *ends = &hj->ends;
+	EddyTuple  *probe;
+	void	   *payload;
+
+	payload = EddyTupleStoreForJoin(es, ends->rel[dir], t, &probe);
+	if (!EddyJoinKeys(es, ends, dir, probe, keys, &es->stored))
+		return;
+	EddyHashJoinInsert(es, hj, dir, hash, keys, payload);
+	if (hj->stair[1 - dir]->nentries > 0)
+		push_probe(es, hy, dir, probe, hash, keys);
+}
+
+/*
  * Route t into the join in direction dir (the header's steps).
  */
 static EddyTuple *
@@ -664,8 +699,6 @@ hybrid_route(EddyState *es, EddyModule *m, int dir, EddyTuple *t)
 	EddyJoinSpec *ends = &hj->ends;
 	Datum	   *keys = EddyArenaAlloc(&es->transient, sizeof(Datum) * Max(ends->nkeys, 1));
 	Stair	   *other = hj->stair[1 - dir];
-	EddyTuple  *probe;
-	void	   *payload;
 	uint32		hash;
 
 	m->stats[dir].pairs += (double) other->nentries;
@@ -686,22 +719,9 @@ hybrid_route(EddyState *es, EddyModule *m, int dir, EddyTuple *t)
 		if (dup)
 			hy->duplicates++;
 		if (dup || (hj->probers[1] & ~es->exhausted) == 0)
-		{
-			hj->stair[1]->complete = false;
-			hj->stair[1]->skipped++;
-			if (other->nentries == 0)
-				return NULL;
-			push_probe(es, hy, 1, t, hash, keys);
-			return NULL;
-		}
-		/* BuildFirst, then the probe of side 0 */
-		payload = EddyTupleStoreForJoin(es, ends->rel[1], t, &probe);
-		if (!EddyJoinKeys(es, ends, 1, probe, keys, &es->stored))
-			return NULL;
-		EddyHashJoinInsert(es, hj, 1, hash, keys, payload);
-		if (other->nentries == 0)
-			return NULL;
-		push_probe(es, hy, 1, probe, hash, keys);
+			probe_unstored(es, hy, 1, t, hash, keys);
+		else
+			store_and_probe(es, hy, 1, t, hash, keys);	/* BuildFirst */
 		return NULL;
 	}
 
@@ -711,10 +731,7 @@ hybrid_route(EddyState *es, EddyModule *m, int dir, EddyTuple *t)
 		note_complete(es, hy);
 		hy->after_scan++;
 		hy->unstored++;
-		hj->stair[0]->complete = false;
-		hj->stair[0]->skipped++;
-		if (other->nentries > 0)
-			push_probe(es, hy, 0, t, hash, keys);
+		probe_unstored(es, hy, 0, t, hash, keys);
 		return NULL;
 	}
 	/* 2. the index cache: k's rows are all in the SteM (ProbeCompletion) */
@@ -723,31 +740,19 @@ hybrid_route(EddyState *es, EddyModule *m, int dir, EddyTuple *t)
 	{
 		hy->by_cache++;
 		hy->unstored++;
-		hj->stair[0]->complete = false;
-		hj->stair[0]->skipped++;
-		if (other->nentries > 0)
-			push_probe(es, hy, 0, t, hash, keys);
+		probe_unstored(es, hy, 0, t, hash, keys);
 		return NULL;
 	}
 	/* 3. index (BounceBack: the module sends it there itself) or hash */
 	if (choose_index(es, hy))
 	{
 		hy->unstored++;
-		hj->stair[0]->complete = false;
-		hj->stair[0]->skipped++;
 		lookup(es, hy, t, keys, hash);
-		if (other->nentries > 0)
-			push_probe(es, hy, 0, t, hash, keys);
+		probe_unstored(es, hy, 0, t, hash, keys);
 		return NULL;
 	}
 	hy->by_hash++;
-	payload = EddyTupleStoreForJoin(es, ends->rel[0], t, &probe);
-	if (!EddyJoinKeys(es, ends, 0, probe, keys, &es->stored))
-		return NULL;
-	EddyHashJoinInsert(es, hj, 0, hash, keys, payload);
-	if (other->nentries == 0)
-		return NULL;
-	push_probe(es, hy, 0, probe, hash, keys);
+	store_and_probe(es, hy, 0, t, hash, keys);
 	return NULL;
 }
 
