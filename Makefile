@@ -122,8 +122,8 @@ all: build
 # installs dpkg-dev itself when it has to fetch PostgreSQL's source.)
 sysdeps:
 	@missing=""; \
-	test -f "$$($(PG_CONFIG) --includedir-server 2>/dev/null)/postgres.h" || missing="$$missing postgresql-server-dev-15"; \
-	test -f "$$($(PG_CONFIG) --pgxs 2>/dev/null)" || missing="$$missing postgresql-server-dev-15"; \
+	{ test -f "$$($(PG_CONFIG) --includedir-server 2>/dev/null)/postgres.h" && \
+	  test -f "$$($(PG_CONFIG) --pgxs 2>/dev/null)"; } || missing="$$missing postgresql-server-dev-15"; \
 	test -x $(PG_BINDIR)/postgres || missing="$$missing postgresql-15"; \
 	command -v gcc >/dev/null 2>&1 && test -f /usr/include/stdio.h || missing="$$missing build-essential"; \
 	command -v java >/dev/null 2>&1 || missing="$$missing openjdk-17-jre-headless"; \

@@ -88,3 +88,15 @@ def test_geomean_interval_pairs_rounds_across_queries():
     assert math.isclose(ci.high, 1.0)
     assert harness.geometric_mean([2.0, 0.5]) == 1.0
     assert harness.geomean_bootstrap_ci([]).estimate is None
+
+
+def test_rotated_puts_each_configuration_first_once_per_cycle():
+    """Round k runs the configurations rotated by k: over len(items) rounds
+    each one runs first, second and third exactly once."""
+    modes = ("on", "off", "aa")
+    orders = [harness.rotated(modes, k) for k in range(6)]
+    assert orders[0] == ["on", "off", "aa"] and orders[1] == ["off", "aa", "on"]
+    assert orders[3] == orders[0] and orders[4] == orders[1]
+    for position in range(3):
+        assert sorted(o[position] for o in orders[:3]) == sorted(modes)
+    assert harness.rotated((), 5) == []

@@ -240,8 +240,7 @@ def measure(conn: psycopg.Connection, queries: list[Query], args: argparse.Names
             bad: dict[str, tuple[int, str]] = {}   # config -> its first wrong answer
             runs: list[Run] = []
             for rep in range(args.warmup + args.reps):
-                shift = rep % len(configs)
-                for config in configs[shift:] + configs[:shift]:
+                for config in harness.rotated(configs, rep):
                     bar.set_description(f"{q.experiment} {q.name} {config}", refresh=False)
                     text = configure(conn, config, q, args.policy, args.schema)
                     t0 = time.perf_counter()

@@ -457,8 +457,7 @@ class Measurer:
         for r in range(rounds):
             if not configs:
                 break
-            shift = r % len(configs)
-            for cfg in configs[shift:] + configs[:shift]:
+            for cfg in harness.rotated(configs, r):
                 if cfg.name in failed:
                     continue
                 self.progress(f"{case.figure} {case.case} {cfg.name} (round {r + 1}/{rounds})")
@@ -603,21 +602,7 @@ def stream_output(conn: psycopg.Connection, cfg: Config, batch: int = 100
     """Run ``cfg`` through a server-side cursor; (seconds, rows so far) after
     every fetched batch, the row count and the digest."""
     configure(conn, cfg.gucs)
-    conn.execute("SET cursor_tuple_fraction = 1.0")   # the same plan as a plain query
-    points: list[tuple[float, int]] = [(0.0, 0)]
-    rows: list[tuple] = []
-    with conn.transaction():
-        cur = conn.cursor(name="eddy_experiment_stream")
-        t0 = time.perf_counter()
-        cur.execute(cfg.sql)
-        while True:
-            got = cur.fetchmany(batch)
-            if not got:
-                break
-            rows += got
-            points.append((time.perf_counter() - t0, len(rows)))
-        points.append((time.perf_counter() - t0, len(rows)))
-        cur.close()
+    points, rows = harness.stream_rows(conn, cfg.sql, batch, "eddy_experiment_stream")
     return points, len(rows), rows_digest(rows)
 
 

@@ -67,6 +67,7 @@ from eddytools.db import connect, sql_value
 
 RunT = TypeVar("RunT")
 K = TypeVar("K", bound=Hashable)
+T = TypeVar("T")
 
 
 # --------------------------------------------------------------------------- the result
@@ -435,6 +436,38 @@ def add_common_arguments(ap: argparse.ArgumentParser, *, dsn_help: str, out: Pat
     ap.add_argument("-o", "--out", type=Path, default=out, help=out_help)
     ap.add_argument("--no-plots", action="store_true", help=plots_help)
     ap.add_argument("--no-progress", action="store_true", help=progress_help)
+
+
+def rotated(items: Sequence[T], k: int) -> list[T]:
+    """``items`` rotated left by ``k``: the order of round k when each
+    configuration of a round should run first in one round of len(items)."""
+    if not items:
+        return []
+    k %= len(items)
+    return list(items[k:]) + list(items[:k])
+
+
+def stream_rows(conn: psycopg.Connection, query: str, batch: int = 100,
+                cursor: str = "eddy_stream") -> tuple[list[tuple[float, int]], list[tuple]]:
+    """Run ``query`` through a server-side cursor (cursor_tuple_fraction 1:
+    the plan of a plain query): (seconds, rows so far) after every fetched
+    batch and at the end, and the rows."""
+    conn.execute("SET cursor_tuple_fraction = 1.0")
+    points: list[tuple[float, int]] = [(0.0, 0)]
+    rows: list[tuple] = []
+    with conn.transaction():
+        cur = conn.cursor(name=cursor)
+        t0 = time.perf_counter()
+        cur.execute(query)
+        while True:
+            got = cur.fetchmany(batch)
+            if not got:
+                break
+            rows += got
+            points.append((time.perf_counter() - t0, len(rows)))
+        points.append((time.perf_counter() - t0, len(rows)))
+        cur.close()
+    return points, rows
 
 
 def progress_printer(quiet: bool) -> Callable[[str], None]:

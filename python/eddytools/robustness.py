@@ -250,8 +250,7 @@ def timed_run(dsn: str, args: argparse.Namespace, q: misest.Query, mode: str, rn
 def round_order(rnd: int) -> tuple[str, ...]:
     """on, off, aa; off, aa, on; aa, on, off; ...: each mode first in one
     round of three."""
-    k = rnd % len(MODES)
-    return MODES[k:] + MODES[:k]
+    return tuple(harness.rotated(MODES, rnd))
 
 
 def measure(dsn: str, args: argparse.Namespace, queries: list[misest.Query],

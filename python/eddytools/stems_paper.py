@@ -41,11 +41,9 @@ from __future__ import annotations
 
 import argparse
 import csv
-import hashlib
 import json
 import statistics
 import sys
-import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -53,7 +51,7 @@ from typing import Any
 import psycopg
 
 from eddytools import harness
-from eddytools.db import connect, eddy_nodes, explain_json
+from eddytools.db import apply_settings, connect, eddy_nodes, explain_json, rows_digest
 
 PROG = "stems_paper"
 
@@ -130,36 +128,16 @@ def configs(figure: str, delay: int) -> list[Config]:
 
 
 def configure(conn: psycopg.Connection, gucs: dict[str, str]) -> None:
-    conn.execute("RESET ALL")
-    for name, value in {"jit": "off", "max_parallel_workers_per_gather": "0",
-                        "synchronize_seqscans": "off", **gucs}.items():
-        conn.execute(f"SET {name} = '{value}'")
-
-
-def digest(rows: list[tuple]) -> str:
-    h = [hashlib.sha1(repr(r).encode()).hexdigest() for r in rows]
-    return hashlib.sha1("".join(sorted(h)).encode()).hexdigest()
+    """RESET ALL, the session settings, then ``gucs``."""
+    apply_settings(conn, {"jit": "off", "max_parallel_workers_per_gather": "0",
+                          "synchronize_seqscans": "off", **gucs}, reset=True)
 
 
 def stream(conn: psycopg.Connection, cfg: Config, sql: str, batch: int = 50
            ) -> tuple[list[tuple[float, int]], list[tuple]]:
-    """(seconds, rows so far) after every fetched batch, and the rows."""
+    """(seconds, rows so far) after every fetched batch and at the end, and the rows."""
     configure(conn, cfg.gucs)
-    conn.execute("SET cursor_tuple_fraction = 1.0")
-    points: list[tuple[float, int]] = [(0.0, 0)]
-    rows: list[tuple] = []
-    with conn.transaction():
-        cur = conn.cursor(name="stems_stream")
-        t0 = time.perf_counter()
-        cur.execute(sql)
-        while True:
-            got = cur.fetchmany(batch)
-            if not got:
-                break
-            rows += got
-            points.append((time.perf_counter() - t0, len(rows)))
-        cur.close()
-    return points, rows
+    return harness.stream_rows(conn, sql, batch, "stems_stream")
 
 
 def counters(conn: psycopg.Connection, cfg: Config, sql: str) -> dict[str, Any]:
@@ -190,7 +168,7 @@ def run_figure(conn: psycopg.Connection, figure: str, args: argparse.Namespace,
     for cfg in cfgs:
         progress(f"{figure} {cfg.name} (warm-up, answer check)")
         _, rows = stream(conn, cfg, sql)
-        got = (len(rows), digest(rows))
+        got = (len(rows), rows_digest(rows))
         if expected is None:
             expected = got
         elif got != expected:
@@ -200,8 +178,7 @@ def run_figure(conn: psycopg.Connection, figure: str, args: argparse.Namespace,
             c = counters(conn, cfg, sql)
             result.counters.append({"figure": figure, "config": cfg.name, **c})
     for r in range(args.rounds):
-        order = cfgs[r % len(cfgs):] + cfgs[:r % len(cfgs)]
-        for cfg in order:
+        for cfg in harness.rotated(cfgs, r):
             progress(f"{figure} {cfg.name} (round {r + 1}/{args.rounds})")
             points, rows = stream(conn, cfg, sql)
             first = next((t for t, n in points if n > 0), points[-1][0])

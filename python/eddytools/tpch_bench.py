@@ -448,8 +448,7 @@ def round_order(rnd: int) -> tuple[str, ...]:
     median leaves it out.  (Alternating on, off, aa with aa, off, on put eddy
     on first in two of three rounds: Q11 showed 1.7-2.0x that warm runs
     side by side do not, 0.99-1.19x.)"""
-    k = rnd % len(MODES)
-    return MODES[k:] + MODES[:k]
+    return tuple(harness.rotated(MODES, rnd))
 
 
 def measure(dsn: str, args: argparse.Namespace, result: Result, preload: bool) -> Checked:
