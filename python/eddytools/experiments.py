@@ -895,19 +895,20 @@ def unavailable(result: Result, figure: str, config: str) -> str | None:
     return None
 
 
-def figure8_pairs(result: Result, other: str) -> list[tuple[str, float]]:
-    """(case, other / stairs) for every setup where both were measured in a
-    round: per round, other's time over STAIRs' in that round, the median
-    over the rounds.  The two run side by side in every round, so a machine
-    that slows down between rounds (this one can, by 1.7x) moves both; a
-    ratio of the medians over the rounds would take that step for a
-    difference between the configurations."""
+def figure8_pairs(result: Result, other: str, against: str = "stairs"
+                  ) -> list[tuple[str, float]]:
+    """(case, other / against) for every setup where both were measured in a
+    round: per round, other's time over ``against``'s (STAIRs') in that
+    round, the median over the rounds.  The two run side by side in every
+    round, so a machine that slows down between rounds (this one can, by
+    1.7x) moves both; a ratio of the medians over the rounds would take that
+    step for a difference between the configurations."""
     by_round = times_by_round(result)
     out = []
     for s in result.setups:
         case = f"setup={s['setup']}"
         ratios = harness.paired_ratios(by_round.get(("8", case, other), {}),
-                              by_round.get(("8", case, "stairs"), {}))
+                                       by_round.get(("8", case, against), {}))
         if ratios:
             out.append((case, statistics.median(ratios)))
     return out
@@ -960,15 +961,7 @@ REPAIR_EXCESS = 1.1
 
 def figure8_base_pairs(result: Result, config: str) -> list[tuple[str, float]]:
     """(case, config / base) per setup, paired by round (medians over rounds)."""
-    by_round = times_by_round(result)
-    out = []
-    for s in result.setups:
-        case = f"setup={s['setup']}"
-        ratios = harness.paired_ratios(by_round.get(("8", case, config), {}),
-                                       by_round.get(("8", case, "base"), {}))
-        if ratios:
-            out.append((case, statistics.median(ratios)))
-    return out
+    return figure8_pairs(result, config, against="base")
 
 
 def figure8_restated_goals(result: Result, shj: list[tuple[str, float]]) -> None:
