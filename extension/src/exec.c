@@ -548,7 +548,10 @@ EddyPushFrame(EddyState *es, EddyModule *m, int dir, EddyTuple *probe)
 	return f;
 }
 
-/* A tuple enters routing: counted, and timed one time in 128 */
+/*
+ * A tuple enters routing: counted, and timed one time in 128 at every hop
+ * (route_current times the hops a target's own sampling picks as well)
+ */
 static inline void
 start_route(EddyState *es, EddyTuple *t, bool fresh)
 {
@@ -614,14 +617,26 @@ route_current(EddyState *es)
 			es->build_first(es, t);
 		}
 		tg->stats->in++;
-		if (es->current_timed)
-			start = eddy_now_ns();
-		next = m->methods->route(es, m, tg->dir, t);
-		if (es->current_timed)
+		if (unlikely(--tg->until_sample <= 0) && !es->current_timed)
 		{
+			/* the target's own sample (routing.c, Costs): this hop alone */
+			tg->until_sample = tg->sample_every;
+			es->current_timed = true;
+			start = eddy_now_ns();
+			next = m->methods->route(es, m, tg->dir, t);
+			tg->stats->cost_ns += eddy_now_ns() - start;
+			tg->stats->samples++;
+			es->current_timed = false;
+		}
+		else if (es->current_timed)
+		{
+			start = eddy_now_ns();
+			next = m->methods->route(es, m, tg->dir, t);
 			tg->stats->cost_ns += eddy_now_ns() - start;
 			tg->stats->samples++;
 		}
+		else
+			next = m->methods->route(es, m, tg->dir, t);
 		if (next == NULL)
 			return NULL;		/* dropped, or stored with its matches pushed */
 		if (next != t)

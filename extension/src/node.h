@@ -31,9 +31,6 @@
 #include "routing.h"
 #include "stair.h"
 
-/* Time the routing of one tuple in this many (and the first one) */
-#define EDDY_COST_SAMPLE_INTERVAL	128
-
 /* Planner cost units to nanoseconds, for the policies' priors (about 4 us) */
 #define EDDY_NS_PER_COST_UNIT	4000.0
 

@@ -49,8 +49,9 @@
  *			 single-threaded, so a ticket is weighted by the inverse of the
  *			 target's measured cost instead.  With eddy.lottery_window = W
  *			 (the windowed lottery of 000, 6.2.1), tickets older than the
- *			 previous window of W routed tuples are forgotten.  Every
- *			 eligible target holds one ticket at least, so none starves.
+ *			 previous window of W routed tuples are forgotten, and so are
+ *			 the costs timed before it (window_cost).  Every eligible
+ *			 target holds one ticket at least, so none starves.
  *	 cumulative	 the STAIRs paper's policy (Deshpande & Hellerstein, VLDB
  *			 2004, 4.1).  Selections are placed as under rank (when rank's
  *			 first choice for a signature is a selection, so is this
@@ -103,6 +104,24 @@
  *			 same estimate over the planner's rows, then by PostgreSQL's
  *			 order.
  *
+ * Costs.  A target's cost is the mean time of its timed visits (decayed
+ * like the counts; under the windowed lottery, of the current or the
+ * previous window).  One routed tuple in EDDY_COST_SAMPLE_INTERVAL is timed
+ * at every hop (exec.c), and each target also times one of every
+ * sample_every of its own visits, that hop alone: at each recomputation
+ * sample_every is set so that the target's visits of the last epoch would
+ * have had EDDY_TARGET_SAMPLES timed ones (at most one in
+ * EDDY_COST_SAMPLE_INTERVAL, at least every visit).  A target the routing
+ * rarely chooses any more, or reaches only with the few tuples that pass
+ * the others, is then still measured a few times an epoch rather than once
+ * per EDDY_COST_SAMPLE_INTERVAL of its own visits; without it, the cost of
+ * a join abandoned while it was slow stayed stale long after it had become
+ * cheap again (000 Figure 11).  Every k-th visit of the target's own, not
+ * its first after a recomputation: a recomputation falls more often while
+ * a join's results are routed than while source tuples are, and a sample
+ * tied to it would time those tuples' visits out of proportion (measured:
+ * the lottery's optimal share in 000 Figure 9 fell from 91% to 60%).
+ *
  * eddy.routing_hold (for the STAIRs paper's Figure 7(ii)): while the
  * executor holds the router (exec.c, schedule.c), a recomputation folds
  * the counters into the statistics but starts no epoch, so the decisions
@@ -145,6 +164,8 @@
 #define EDDY_PRIOR_TUPLES		2.0
 /* eddy.routing_hold: tuples routed before the decisions are held */
 #define EDDY_HOLD_WARMUP		((uint64) EDDY_STATS_HALFLIFE)
+/* Timed visits per target per epoch, beside the tuples timed throughout */
+#define EDDY_TARGET_SAMPLES		2
 /* Initial size of a hashed routing table */
 #define EDDY_ROUTE_ENTRIES		1024
 
@@ -222,6 +243,27 @@ stats_cost(EddyModuleStats *st)
 	else
 		cost = st->prior_cost_ns;
 	return Max(cost, 1.0);
+}
+
+/*
+ * Mean cost of a target under the windowed lottery: of its visits timed
+ * since the current window began, else since the previous one began, else
+ * stats_cost.  A cost that changes while the query runs (000 6.2.1 and
+ * Figure 11) is then followed within a window or so rather than a
+ * half-life: one slow visit weighs as much as a hundred fast ones in a
+ * mean, so a mean that reaches back two windows lags the change by both.
+ */
+static double
+window_cost(EddyModuleStats *st)
+{
+	uint64		samples = st->samples - st->window_next_samples;
+
+	if (samples > 0)
+		return Max((st->cost_ns - st->window_next_ns) / (double) samples, 1.0);
+	samples = st->samples - st->window_samples;
+	if (samples > 0)
+		return Max((st->cost_ns - st->window_ns) / (double) samples, 1.0);
+	return stats_cost(st);
 }
 
 /*
@@ -476,9 +518,14 @@ score_targets(EddyRouter *router)
 						/* forget what was earned before the previous window */
 						st->ticket_base = st->ticket_next_base;
 						st->ticket_next_base = held;
+						st->window_ns = st->window_next_ns;
+						st->window_samples = st->window_next_samples;
+						st->window_next_ns = st->cost_ns;
+						st->window_next_samples = st->samples;
 					}
 					tickets = Max(1 + held - st->ticket_base, 1);
-					st->score = (double) tickets / stats_cost(st);
+					st->score = (double) tickets /
+						(router->lottery_window > 0 ? window_cost(st) : stats_cost(st));
 				}
 				break;
 			case EDDY_POLICY_FIXED:
@@ -683,10 +730,23 @@ EddyRouterSetPolicy(EddyRouter *router, EddyRoutingPolicy policy)
 void
 EddyRouterReoptimize(EddyRouter *router)
 {
+	int			i;
+
 	router->routed = EddyRouterRouted(router);
 	router->until_reopt = router->reopt_frequency;
 	if (router->policy == EDDY_POLICY_FIXED && router->epoch > 0)
 		return;
+	for (i = 0; i < router->ntargets; i++)
+	{
+		EddyRouteTarget *t = &router->targets[i];
+		uint64		visits = t->stats->in - t->stats->seen_in;
+
+		/* EDDY_TARGET_SAMPLES timed visits per epoch at the last epoch's rate */
+		t->sample_every = router->policy == EDDY_POLICY_FIXED ?
+			EDDY_COST_SAMPLE_INTERVAL :
+			(int) Max(Min(visits / EDDY_TARGET_SAMPLES, EDDY_COST_SAMPLE_INTERVAL), 1);
+		t->until_sample = Min(Max(t->until_sample, 1), t->sample_every);
+	}
 	if (router->held && router->epoch > 0 && router->routed >= EDDY_HOLD_WARMUP)
 	{
 		/* eddy.routing_hold: learn, but keep the decisions */

@@ -48,6 +48,10 @@ typedef struct EddyModuleStats
 	double		w_ns;
 	int64		ticket_base;	/* lottery: (in - out) where the window began */
 	int64		ticket_next_base;	/* ... and where the current one began */
+	double		window_ns;		/* lottery window: (cost_ns, samples) where */
+	uint64		window_samples; /* the previous window began, */
+	double		window_next_ns; /* ... and where the current one began */
+	uint64		window_next_samples;
 	double		score;			/* rank or lottery weight: higher goes first */
 
 	/*
@@ -87,6 +91,9 @@ typedef struct EddyRouteTarget
 	int			far_rel;		/* a join: the source at its other end */
 	EddyModuleStats *stats;		/* the module's statistics for dir */
 	void	   *arg;			/* the executor's: a filter's predicate */
+	int			until_sample;	/* visits until its own next timed visit */
+	int			sample_every;	/* ... and between two of them (routing.c,
+								 * Costs) */
 } EddyRouteTarget;
 
 /* One run of the routing history: first choice and tuples routed under it */
@@ -113,6 +120,12 @@ typedef struct EddyHistoryLane
 	int			open_target;
 	uint64		open_tuples;
 } EddyHistoryLane;
+
+/*
+ * Time the routing of one tuple in this many (and the first one); each
+ * target times some of its own visits besides (routing.c, Costs)
+ */
+#define EDDY_COST_SAMPLE_INTERVAL	128
 
 #define EDDY_ROUTE_OUTPUT		(-1)	/* routing decision: emit the tuple */
 #define EDDY_MAX_HISTORY_RUNS	1000	/* per lane */
