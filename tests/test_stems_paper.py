@@ -1,0 +1,45 @@
+"""The SteMs paper's experiments (python -m eddytools.stems_paper, make
+experiments-stems) on small data: the CLI end to end, every configuration
+returning PostgreSQL's answer (an answer that differs is an error and exit
+status 3), and the counters the figures are about, never times: the index
+cache sends each distinct key to the index once (Figure 7: 250 lookups for
+1,000 probes), the plain index join looks every probe up, and the STAIRs
+Figure 7 query with access modules runs as an eddy of hybrid joins that
+reach a relation through its index (s7stairs)."""
+
+from __future__ import annotations
+
+import json
+
+from eddytools import stems_paper as sp
+
+
+def test_quick_run_counts_lookups(pg_dsn, tmp_path):
+    out = tmp_path / "stems"
+    status = sp.main(["--dsn", pg_dsn, "--out", str(out), "--quick", "--no-progress",
+                      "--no-plots", "--delay-us", "50", "--figures", "s7,s8f,s7stairs"])
+    doc = json.loads((out / "results.json").read_text())
+    assert doc["errors"] == [], doc["errors"]
+    assert status == 0
+    by = {(c["figure"], c["config"]): c for c in doc["counters"]}
+    assert all(c["eddy"] for c in doc["counters"]), doc["counters"]
+
+    # Figure 7: the cache answers 750 of R's 1,000 probes, the index join none
+    assert by[("s7", "cache")]["lookups"] == 250
+    assert by[("s7", "cache")]["cache"] == 750
+    assert by[("s7", "indexjoin")]["lookups"] == 1000
+
+    # the STAIRs query: the adaptive eddy on scans has hash joins only; with
+    # access modules its joins are hybrid, and at least one probe went to an
+    # index (PostgreSQL reaches customer and lineitem through theirs)
+    assert "Hybrid" not in by[("s7stairs", "stairs")]["operators"]
+    assert by[("s7stairs", "hybrid")]["operators"].count("Hybrid Join") >= 1
+    assert by[("s7stairs", "hybrid")]["lookups"] > 0
+
+    runs = {(r["figure"], r["config"]) for r in doc["runs"]}
+    assert runs == {(f, c.name) for f in ("s7", "s8f", "s7stairs")
+                    for c in sp.configs(f, 50)}
+    rows = {r["rows"] for r in doc["runs"] if r["figure"] == "s7stairs"}
+    assert len(rows) == 1
+    goals = {(g["figure"], g["goal"]) for g in doc["goals"]}
+    assert any(f == "s7stairs" for f, _ in goals)
