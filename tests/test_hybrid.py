@@ -268,6 +268,31 @@ def test_state_services_refused(hdb):
     assert got_equal(hdb, QUERIES["two"])
 
 
+def test_state_services_refusal_said_at_planning(hdb):
+    """With eddy.migration on, the planner still offers the hybrid join and
+    says at DEBUG1 that its eddy will neither migrate nor spill; EXPLAIN
+    ANALYZE says why nothing moved."""
+    notices: list[str] = []
+    hdb.add_notice_handler(lambda d: notices.append(d.message_primary or ""))
+    set_gucs(hdb, migration="guarded")
+    hdb.execute("SET client_min_messages = debug1")
+    try:
+        assert hybrid_modules(hdb, QUERIES["two"])
+        said = [n for n in notices if n.startswith("eddy: hybrid join between")]
+        assert said and all("does not migrate state" in n and "does not spill" in n
+                            for n in said), notices
+        notices.clear()
+        hdb.execute("SET eddy.migration = off")
+        hybrid_modules(hdb, QUERIES["two"])
+        said = [n for n in notices if n.startswith("eddy: hybrid join between")]
+        assert said and not any("migrate" in n for n in said), notices
+    finally:
+        hdb.execute("RESET client_min_messages")
+    set_gucs(hdb, migration="guarded")
+    (eddy,) = eddy_nodes(explain_json(hdb, QUERIES["two"], analyze=True))
+    assert "caches index lookups" in str(eddy.get("State Migration")), eddy
+
+
 def test_join_method_values(hdb):
     with pytest.raises(psycopg.errors.InvalidParameterValue):
         hdb.execute("SET eddy.join_method = 'hybird'")

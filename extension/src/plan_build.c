@@ -386,6 +386,22 @@ index_join_index_only(EddyJoinPath *jp, JoinEdge *e, int into)
  * hash index on every key, and the keys of one type on both ends (the
  * cache is probed with either end's).
  */
+/*
+ * A hybrid join is offered whatever eddy.migration and eddy.state_mode say,
+ * and its eddy then neither migrates nor spills (mod_hybrid.c: the cache
+ * would outlive the rows it stands for); said here at DEBUG1 as well as in
+ * EXPLAIN, for a user who asked for both.
+ */
+static void
+hybrid_limits(PlannerInfo *root, EddyJoinPath *jp, JoinEdge *e)
+{
+	elog(DEBUG1, "eddy: hybrid join between relations \"%s\" and \"%s\": its eddy %sdoes not spill%s (the join's SteM caches index lookups)",
+		 get_rel_name(planner_rt_fetch(jp->rels[e->a]->relid, root)->relid),
+		 get_rel_name(planner_rt_fetch(jp->rels[e->b]->relid, root)->relid),
+		 eddy_migration != EDDY_MIGRATION_OFF ? "does not migrate state (eddy.migration) and " : "",
+		 eddy_state_mode == EDDY_STATE_MODE_STEMS ? " and keeps STAIRs (eddy.state_mode = stems)" : "");
+}
+
 static int
 hybrid_edge(PlannerInfo *root, EddyJoinPath *jp, JoinEdge *e, List *custom_plans,
 			List **scan_quals, JoinEdge *hybrid)
@@ -448,6 +464,7 @@ hybrid_edge(PlannerInfo *root, EddyJoinPath *jp, JoinEdge *e, List *custom_plans
 		{
 			/* PostgreSQL's index nested loop: the index join with a cache */
 			*hybrid = *e;
+			hybrid_limits(root, jp, e);
 			return into;
 		}
 		if (!jp->scanned[into] || !EddyRelIndexJoinable(root, jp, into))
@@ -482,7 +499,10 @@ hybrid_edge(PlannerInfo *root, EddyJoinPath *jp, JoinEdge *e, List *custom_plans
 			*hybrid = *e;
 			if (EddyEdgeIndexUsable(jp, hybrid, into, lfirst(lc)) &&
 				list_length(hybrid->index_clauses) == list_length(e->clauses))
+			{
+				hybrid_limits(root, jp, e);
 				return into;
+			}
 		}
 		why = "no index of the relation has every key";
 	}
