@@ -271,6 +271,9 @@ EddyHybridJoinBegin(EddyState *es, List *desc, int index)
 
 	memcpy(&hy->hj, hj0, sizeof(EddyHashJoin));
 	pfree(hj0);
+	/* the STAIRs point at their join's keys: at the copy's now, not hj0's */
+	for (k = 0; k < 2; k++)
+		hy->hj.stair[k]->keys = &hy->hj.ends.keys;
 	m->methods = &hybrid_methods;
 	m->state = &hybrid_state;
 	es->modules[index] = m;
@@ -701,6 +704,7 @@ hybrid_route(EddyState *es, EddyModule *m, int dir, EddyTuple *t)
 	Stair	   *other = hj->stair[1 - dir];
 	uint32		hash;
 
+	Assert(other->keys == &ends->keys && hj->stair[dir]->keys == &ends->keys);
 	m->stats[dir].pairs += (double) other->nentries;
 	if (!EddyJoinKeys(es, ends, dir, t, keys, &es->transient))
 		return NULL;			/* a NULL key matches nothing */
