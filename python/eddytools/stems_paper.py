@@ -62,7 +62,7 @@ import psycopg
 from eddytools import harness
 from eddytools.db import apply_settings, connect, eddy_nodes, explain_json, rows_digest
 
-PROG = "stems_paper"
+PROG = "eddytools.stems_paper"
 
 
 @dataclass
