@@ -91,6 +91,7 @@ typedef struct EddyRouteTarget
 	int			far_rel;		/* a join: the source at its other end */
 	EddyModuleStats *stats;		/* the module's statistics for dir */
 	void	   *arg;			/* the executor's: a filter's predicate */
+	uint64		sample_in;		/* its visits when its sampling was set */
 	int			until_sample;	/* visits until its own next timed visit */
 	int			sample_every;	/* ... and between two of them (routing.c,
 								 * Costs) */
@@ -205,6 +206,7 @@ typedef struct EddyRouter
 	int64		until_reopt;	/* tuples until the next one (hot path) */
 	uint64		recomputations;
 	uint64		stats_routed;	/* routed at the last statistics update */
+	uint64		sample_routed;	/* routed when the targets' sampling was set */
 	double		prior_weight;	/* cumulative: the planner's estimates'
 								 * weight, decayed like the observations */
 	uint64		window_start;	/* lottery: routed when the window began */
