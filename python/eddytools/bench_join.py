@@ -22,7 +22,7 @@ import time
 import psycopg
 
 from eddytools.bench_selection import ensure_table
-from eddytools.db import apply_settings, connect, rows_digest
+from eddytools.db import apply_settings, connect, ensure_eddy, rows_digest
 
 
 def star(n: int, prefix: str, select: str, extra: str = "") -> str:
@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
 
     with connect(args.dsn) as conn:
-        conn.execute("CREATE EXTENSION IF NOT EXISTS eddy")
+        ensure_eddy(conn)
         conn.execute("SET max_parallel_workers_per_gather = 0")
         conn.execute("SET jit = off")
         conn.execute("SET work_mem = '64MB'")

@@ -21,7 +21,7 @@ import time
 import psycopg
 from psycopg import sql
 
-from eddytools.db import connect, set_gucs, sql_value
+from eddytools.db import connect, ensure_eddy, set_gucs, sql_value
 from spark_loader import wisconsin
 
 QUERIES = {
@@ -74,7 +74,7 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
 
     with connect(args.dsn) as conn:
-        conn.execute("CREATE EXTENSION IF NOT EXISTS eddy")
+        ensure_eddy(conn)
         conn.execute("SET max_parallel_workers_per_gather = 0")
         conn.execute("SET jit = off")
         ensure_table(conn, args.table, args.rows)

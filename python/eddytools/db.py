@@ -46,6 +46,15 @@ def apply_settings(conn: psycopg.Connection, settings: Mapping[str, Any],
             sql.Literal(name), sql.Literal(str(value))))
 
 
+def ensure_eddy(conn: psycopg.Connection) -> None:
+    """CREATE EXTENSION eddy in the connection's database if it is not
+    there, and bring an older one up to the installed version (ALTER
+    EXTENSION ... UPDATE: a database whose extension predates an object,
+    such as delay_phased, gets it)."""
+    conn.execute("CREATE EXTENSION IF NOT EXISTS eddy")
+    conn.execute("ALTER EXTENSION eddy UPDATE")
+
+
 def set_gucs(conn: psycopg.Connection, **settings: Any) -> None:
     """SET each eddy.<name> for the session; a name given with '__' is a full
     dotted name, and one that begins with 'pg__' a core setting (pg__work_mem)."""

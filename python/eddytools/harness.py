@@ -63,7 +63,7 @@ from typing import Any, Generic, TypeVar
 
 import psycopg
 
-from eddytools.db import connect, sql_value
+from eddytools.db import connect, ensure_eddy, sql_value
 
 RunT = TypeVar("RunT")
 K = TypeVar("K", bound=Hashable)
@@ -486,9 +486,10 @@ def first_line(e: BaseException) -> str:
 
 
 def prepare_eddy(dsn: str) -> None:
-    """CREATE EXTENSION eddy in the database of ``dsn`` (if it is not there)."""
+    """CREATE EXTENSION eddy in the database of ``dsn`` (if it is not there),
+    or bring it up to the installed version (db.ensure_eddy)."""
     with connect(dsn) as conn:
-        conn.execute("CREATE EXTENSION IF NOT EXISTS eddy")
+        ensure_eddy(conn)
 
 
 def load_eddy(conn: psycopg.Connection) -> bool:

@@ -50,7 +50,7 @@ from pathlib import Path
 
 import psycopg
 
-from eddytools.db import connect, eddy_nodes, explain_json, sql_value
+from eddytools.db import connect, eddy_nodes, ensure_eddy, explain_json, sql_value
 from spark_loader import wisconsin
 
 ROWS = 10_000
@@ -146,7 +146,7 @@ def setup(dsn: str) -> None:
     """Tables, the checking function, PostgreSQL's answers for every
     parameter value; and a check that every query gets an eddy."""
     with connect(dsn) as conn:
-        conn.execute("CREATE EXTENSION IF NOT EXISTS eddy")
+        ensure_eddy(conn)
         # delay() is declared very expensive, which would JIT-compile every
         # query: minutes of CPU for nothing on a shared machine
         conn.execute(f"ALTER DATABASE {conn.info.dbname} SET jit = off")

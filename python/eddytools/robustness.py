@@ -66,7 +66,7 @@ import psycopg
 from psycopg import sql
 
 from eddytools import harness, misest
-from eddytools.db import apply_settings, connect, rows_digest, sql_value
+from eddytools.db import apply_settings, connect, ensure_eddy, rows_digest, sql_value
 from eddytools.harness import Interval, Table, median_or_none
 
 PROG = "eddytools.robustness"
@@ -184,7 +184,7 @@ def prepare_data(dsn: str, dbname: str, args: argparse.Namespace) -> dict:
     load_seconds = time.monotonic() - t0
     t0 = time.monotonic()
     with connect(db_dsn) as conn:
-        conn.execute("CREATE EXTENSION IF NOT EXISTS eddy")
+        ensure_eddy(conn)
         conn.execute(misest.FUNCTIONS_SQL)
         for stmt in misest.STALE_SQL:
             conn.execute(stmt)

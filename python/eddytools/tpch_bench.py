@@ -83,7 +83,7 @@ import psycopg
 from psycopg import sql
 
 from eddytools import harness, tpch
-from eddytools.db import apply_settings, connect, multiset, sql_value
+from eddytools.db import apply_settings, connect, ensure_eddy, multiset, sql_value
 from eddytools.harness import Table, csv_list, median_or_none
 from eddytools.tpch import QUERIES, TpchQuery
 
@@ -286,7 +286,7 @@ def ensure_loaded(dsn: str, dbname: str, scale: float, reload: bool, quiet: bool
         print(f"tpch_bench: loading TPC-H SF {scale:g} into {dbname} ...", file=sys.stderr)
     t0 = time.monotonic()
     with connect(bench_dsn) as conn:
-        conn.execute("CREATE EXTENSION IF NOT EXISTS eddy")
+        ensure_eddy(conn)
         counts = tpch.load(conn, scale)
         seconds = time.monotonic() - t0
         conn.execute(f"CREATE TABLE {MARKER} (scale float8, loaded timestamptz, "

@@ -74,6 +74,7 @@ from sqlglot import exp
 from eddytools.db import (
     connect,
     eddy_nodes,
+    ensure_eddy,
     explain_json,
     migration_settings,
     multiset,
@@ -227,7 +228,7 @@ class Differ:
         while True:
             try:
                 conn = connect(self.dsn)
-                conn.execute("CREATE EXTENSION IF NOT EXISTS eddy")
+                ensure_eddy(conn)
                 conn.execute("SET search_path = fz, public")
                 conn.execute(f"SET statement_timeout = '{round(self.timeout_s * 1000)}ms'")
                 return conn

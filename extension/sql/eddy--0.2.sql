@@ -1,4 +1,4 @@
-/* eddy--0.1.sql: objects of the eddy extension */
+/* eddy--0.2.sql: objects of the eddy extension (0.2: delay_phased) */
 
 -- complain if script is sourced in psql, rather than via CREATE EXTENSION
 \echo Use "CREATE EXTENSION eddy" to load this file. \quit
