@@ -123,8 +123,10 @@ def settings_record(args: argparse.Namespace, prog: str, argv: Sequence[str]) ->
 def git_state() -> dict[str, Any]:
     """The commit of the checkout this package runs from (the benchmark
     targets build and install the extension from the same checkout) and
-    whether its tracked files had changes (untracked files do not count):
-    None for both outside a checkout."""
+    whether its tracked files had changes (untracked files do not count, nor
+    docs/, which no build reads and where PUBLISH=1 runs write their
+    results: make experiments writes docs/experiments/eddies/ before its own
+    figures record their environment): None for both outside a checkout."""
     top = Path(__file__).resolve().parents[2]    # python/eddytools/harness.py
 
     def git(*argv: str) -> str | None:
@@ -137,7 +139,8 @@ def git_state() -> dict[str, Any]:
             return None
 
     commit = git("rev-parse", "HEAD")
-    status = git("status", "--porcelain", "--untracked-files=no")
+    status = git("status", "--porcelain", "--untracked-files=no", "--", ".",
+                 ":(exclude)docs")
     return {"git_commit": commit.strip() if commit is not None else None,
             "git_dirty": None if status is None else bool(status.strip())}
 
