@@ -70,7 +70,9 @@
 #                    queries of 3-10 relations over a skewed, correlated
 #                    snowflake schema with stale statistics, eddy (defaults)
 #                    against vanilla at PostgreSQL's defaults, paired ratios
-#                    with bootstrap 95% intervals and an A/A twin.  Set up
+#                    with bootstrap 95% intervals and an A/A twin; and per
+#                    query the eddy's worst/best over 5 random starts
+#                    beside PostgreSQL's over 5 forced join orders.  Set up
 #                    like make tpch-bench: a non-assert build, a server of
 #                    its own in ROBUSTNESS_SERVER (kept between runs: the
 #                    loaded data stays) unless DSN=... names one; results in

@@ -43,6 +43,7 @@ from eddytools.db import (
     multiset,
     parallel_settings,
     plan_nodes,
+    random_start_settings,
     server_log_excerpt,
     set_gucs,
     spill_settings,
@@ -193,7 +194,8 @@ def random_settings(rng: random.Random) -> dict:
     settings |= state_settings(repr(settings))
     settings |= hybrid_settings(repr(settings), str(settings["join_method"]))
     settings |= parallel_settings(repr(settings))
-    return settings | spill_settings(repr(settings))
+    settings |= spill_settings(repr(settings))
+    return settings | random_start_settings(repr(settings))
 
 
 def same_outcome(got: tuple, want: tuple, ordered: bool) -> bool:

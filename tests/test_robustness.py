@@ -197,3 +197,82 @@ def test_a_different_answer_is_an_error():
     assert len(res.errors) == 2
     assert "digest bbbb" in res.errors[1] or "digest bbbb" in res.errors[0]
     assert any("boom" in e for e in res.errors)
+
+
+def test_random_starts_and_forced_orders(quick_run, server_dsn, tmp_path):
+    """--random-starts 3 on two queries (--quick's data, loaded already):
+    three random starts of the eddy and three forced join orders of
+    PostgreSQL per query, each answer PostgreSQL's; the forced orders are
+    what PostgreSQL ran (its plan joins the first two relations of the
+    order first); spread.csv has worst/best per query, >= 1."""
+    out = tmp_path / "spread"
+    status = rb.main(["--dsn", server_dsn, "--out", str(out), "--quick", "--dbname", DBNAME,
+                      "--no-progress", "--queries", "m01,m05", "--random-starts", "3"])
+    assert status == 0
+    doc = json.loads((out / "results.json").read_text())
+    assert doc["errors"] == []
+    modes = {(r["query"], r["mode"]) for r in doc["runs"]}
+    want = {f"start{k}" for k in (1, 2, 3)} | {f"order{k}" for k in (1, 2, 3)} | set(rb.MODES)
+    assert modes == {(q, m) for q in ("m01", "m05") for m in want}
+    digests = collections.defaultdict(set)
+    for r in doc["runs"]:
+        assert r["error"] is None and not r["timeout"], r
+        digests[r["query"]].add(r["digest"])
+    assert all(len(v) == 1 for v in digests.values()), digests
+    queries = {q.name: q for q in misest.generate()}
+    assert set(doc["orders"]) == {"m01", "m05"}
+    dsn = rb.with_dbname(server_dsn, DBNAME)
+    with connect(dsn) as conn:
+        conn.execute("SET join_collapse_limit = 1; SET eddy.enabled = off")
+        for name, orders in doc["orders"].items():
+            assert len(orders) == len(set(orders)) == 3
+            for text in orders:
+                order = tuple(text.split())
+                assert sorted(order) == sorted(a for a, _ in queries[name].tables)
+                plan = sql_value(conn, "EXPLAIN (FORMAT JSON, COSTS OFF) "
+                                 + queries[name].forced_sql(order))
+                pairs = [a for a in join_alias_sets(plan[0]["Plan"]) if len(a) == 2]
+                assert pairs == [set(order[:2])], (name, text, pairs)
+    spread = {r["query"]: r for r in doc["spread"]}
+    assert set(spread) == {"m01", "m05"}
+    for r in spread.values():
+        assert r["starts"] == r["orders"] == 3
+        assert r["eddy_spread"] >= 1.0 and r["pg_spread"] >= 1.0
+        assert r["eddy_worst_ms"] >= r["eddy_best_ms"]
+    with open(out / "spread.csv") as f:
+        assert [r["query"] for r in csv.DictReader(f)] == ["m01", "m05"]
+    assert "Random initial plans" in (out / "summary.md").read_text()
+
+
+def join_alias_sets(node: dict) -> list[set[str]]:
+    """The relations (aliases) under each join node of a plan."""
+    out: list[set[str]] = []
+
+    def walk(n: dict) -> set[str]:
+        under = {n["Alias"]} if "Alias" in n else set()
+        for child in n.get("Plans", []):
+            under |= walk(child)
+        if "Join" in n["Node Type"] or n["Node Type"] == "Nested Loop":
+            out.append(under)
+        return under
+
+    walk(node)
+    return out
+
+
+def test_forced_orders_join_only_connected_relations():
+    """Every query's random orders: distinct permutations of its relations,
+    each relation after the first joined by a clause to those before it,
+    the same for the same seed; the forced SQL has the query's clauses."""
+    for q in misest.generate():
+        orders = q.random_orders(5)
+        assert orders == q.random_orders(5)
+        assert len(orders) == len(set(orders)) >= 2
+        for order in orders:
+            assert sorted(order) == sorted(a for a, _ in q.tables)
+            text = q.forced_sql(order)
+            assert text.count(" JOIN ") == q.relations - 1
+            for e in q.edges:
+                assert e.on in text
+            for w in q.where:
+                assert w in text

@@ -182,6 +182,7 @@ extern bool eddy_enabled;
 extern int	eddy_reopt_frequency;
 extern int	eddy_routing_policy;
 extern int	eddy_lottery_window;
+extern int	eddy_random_start;
 extern double eddy_selection_min_cost;
 extern bool eddy_static_shj;
 extern bool eddy_filter_before_store;

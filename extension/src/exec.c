@@ -78,7 +78,10 @@
  * one source and the whole of the others (parallel.c).
  *
  * Settings are read when the node starts (eddy.routing_policy,
- * eddy.reopt_frequency, eddy.lottery_window, eddy.state_mode), so a
+ * eddy.reopt_frequency, eddy.lottery_window, eddy.state_mode,
+ * eddy.random_start: with a seed, the build schedule's order of the
+ * sources is a permutation drawn from it, and the router starts from a
+ * random plan, routing.c), so a
  * prepared statement uses the values in effect when it runs.  What the
  * eddy learned survives a rescan: the data of a correlated subquery's
  * rescans is usually alike.  Interrupts are checked for every tuple read
@@ -318,18 +321,23 @@ begin_direct_source(EddyState *es)
 }
 
 /*
- * The rows a source has given so far, for the cumulative policy: a
- * scanned source's tuples read, an index-joined relation's tuples (all of
- * it can be probed from the start; its selections are counted apart); or
- * every source's planned rows.
+ * The rows of a source, for the router (EddySourceRowsKind): a scanned
+ * source's tuples read so far, or once it is exhausted as expected; an
+ * index-joined relation's planned tuples whatever is asked (all of it can
+ * be probed from the start; its selections are counted apart).
  */
 static double
-source_rows(void *arg, int source, bool planned)
+source_rows(void *arg, int source, EddySourceRowsKind kind)
 {
 	EddySource *src = &((EddyState *) arg)->sources[source];
 
-	if (src->method == EDDY_SOURCE_SCAN && !planned)
-		return (double) src->nread;
+	if (src->method == EDDY_SOURCE_SCAN)
+	{
+		if (kind == EDDY_ROWS_READ || (kind == EDDY_ROWS_EXPECTED && src->exhausted))
+			return (double) src->nread;
+		if (kind == EDDY_ROWS_EXPECTED)
+			return Max(Max(src->est_rows, 1.0), (double) src->nread);
+	}
 	return Max(src->est_rows, 1.0);
 }
 
@@ -486,6 +494,21 @@ eddy_begin(CustomScanState *node, EState *estate, int eflags)
 	foreach(lc, (List *) list_nth(priv, EddyPrivSourceOrder))
 		es->source_order[i++] = intVal(lfirst(lc));
 	Assert(i == es->nsources);
+	es->random_start = (uint64) eddy_random_start;
+	if (es->random_start != 0 && !es->exchange)
+	{
+		/* eddy.random_start: the build order drawn from the seed */
+		for (i = es->nsources - 1; i > 0; i--)
+		{
+			int			j = (int) (EddyRandomStartHash(es->random_start,
+													   UINT64CONST(1) << 32 | (uint64) i) %
+								   (uint64) (i + 1));
+			int			tmp = es->source_order[i];
+
+			es->source_order[i] = es->source_order[j];
+			es->source_order[j] = tmp;
+		}
+	}
 	es->nexchanges = -1;
 	for (i = 0; i < es->nsources; i++)
 		if (es->sources[i].method == EDDY_SOURCE_SCAN)
@@ -508,7 +531,7 @@ eddy_begin(CustomScanState *node, EState *estate, int eflags)
 				   (EddyRoutingPolicy) eddy_routing_policy,
 				   eddy_reopt_frequency, eddy_lottery_window,
 				   UINT64CONST(0x5eed0edd) ^ (uint64) cscan->scan.plan.plan_node_id,
-				   es->nsources, source_rows, es);
+				   es->random_start, es->nsources, source_rows, es);
 	es->router.held = es->holding;	/* the initial decisions are made */
 	EddyMigrationInit(es);
 	EddySpillInit(es);

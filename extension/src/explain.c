@@ -274,6 +274,27 @@ EddyExplain(CustomScanState *node, List *ancestors, ExplainState *xs)
 							   router->lottery_window, xs);
 	ExplainPropertyInteger("Reoptimization Frequency", "tuples",
 						   router->reopt_frequency, xs);
+	if (es->random_start != 0)
+	{
+		StringInfoData buf;
+
+		/* eddy.random_start: the seed, and the build order drawn from it */
+		initStringInfo(&buf);
+		appendStringInfo(&buf, "seed %llu", (unsigned long long) es->random_start);
+		if (!es->chain && es->schedule == EDDY_SCHEDULE_BUILD && es->nsources > 1)
+		{
+			appendStringInfoString(&buf, ", reading");
+			for (i = 0; i < es->nsources; i++)
+			{
+				EddySource *src = &es->sources[es->source_order[i]];
+
+				if (src->method != EDDY_SOURCE_SCAN)
+					continue;
+				appendStringInfo(&buf, " %s", src->name ? src->name : "?");
+			}
+		}
+		ExplainPropertyText("Random Start", buf.data, xs);
+	}
 	if (router->held || router->released)
 	{
 		StringInfoData buf;

@@ -19,6 +19,7 @@ bool		eddy_enabled = true;
 int			eddy_reopt_frequency = EDDY_DEFAULT_REOPT_FREQUENCY;
 int			eddy_routing_policy = EDDY_POLICY_RANK;
 int			eddy_lottery_window = EDDY_DEFAULT_LOTTERY_WINDOW;
+int			eddy_random_start = 0;
 double		eddy_selection_min_cost = EDDY_DEFAULT_SELECTION_MIN_COST;
 bool		eddy_static_shj = false;
 bool		eddy_filter_before_store = true;
@@ -182,6 +183,22 @@ EddyGucInit(void)
 							EDDY_DEFAULT_LOTTERY_WINDOW,
 							0,
 							EDDY_MAX_LOTTERY_WINDOW,
+							PGC_USERSET,
+							0,
+							NULL,
+							NULL,
+							NULL);
+
+	/* a seed; 0 starts from the planner's estimates and its build order */
+	DefineCustomIntVariable("eddy.random_start",
+							"Starts each eddy from a random plan drawn from this seed (0: off).",
+							"The sources are read in a random order and the first routing decisions follow a random order of the operators, "
+							"as if the initial plan had been chosen at random; the routing policy then adapts as usual "
+							"(the fixed policy keeps the random plan).  For robustness experiments.",
+							&eddy_random_start,
+							0,
+							0,
+							INT_MAX,
 							PGC_USERSET,
 							0,
 							NULL,

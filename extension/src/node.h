@@ -158,6 +158,7 @@ struct EddyState
 	EddySource *sources;
 	uint32		all_sources;
 	int		   *source_order;	/* reading order */
+	uint64		random_start;	/* eddy.random_start when the node began */
 	int			next_source;	/* position in source_order */
 	uint32		scanned;		/* sources read by a child plan */
 	uint32		exhausted;		/* ... of which these are exhausted */

@@ -39,7 +39,26 @@
  *			 observations (half-life EDDY_STATS_HALFLIFE routed tuples, so
  *			 the order follows the data as it changes), the planner's
  *			 estimate standing in with the weight of EDDY_PRIOR_TUPLES
- *			 tuples.
+ *			 tuples.  A join's observed fan-out is projected to its far
+ *			 end read whole (rank_ratio): while that source is still being
+ *			 read (eddy.source_schedule = proportional interleaves them),
+ *			 the matches of a probe are those of the part read so far, and
+ *			 a tuple stored in the join's state meets the rest as it
+ *			 comes, so what it will make is the fan-out against the whole
+ *			 relation, though no further than the planner's fan-out (or
+ *			 the observed one if higher): rows stored in the order of
+ *			 their join keys and read at the same pace find their matches
+ *			 whatever share is read.  Unprojected, a join whose far end is
+ *			 a tenth read scores as a filter passing a tenth of what it
+ *			 will, and wins against a truly selective join when its visit
+ *			 is a little cheaper (000 Figure 8 at a tenth of its size: S's
+ *			 tuples went to S-T first, fan-out 1, in 23-30% of runs'
+ *			 middle thirds).
+ *			 Under the build schedule a join's far end is read whole or
+ *			 not at all when it is probed, and nothing changes.
+ *			 The cumulative policy's own estimates take rows read so far
+ *			 (the STAIRs paper's |S_tau|) and its selection placement
+ *			 keeps the unprojected ratios.
  *	 lottery lottery scheduling (Avnur & Hellerstein, SIGMOD 2000, 4.2): a
  *			 target gets a ticket when it takes a tuple and gives one back
  *			 for each it passes on, so its tickets count the tuples it
@@ -135,6 +154,18 @@
  * nothing), where the planner's estimates would route right.  The release
  * is recorded (tuples routed) for EXPLAIN ANALYZE.
  *
+ * eddy.random_start (the STAIRs paper's "the initial plan was chosen
+ * randomly", 5.3): a seed, 0 for off.  Until EDDY_RANDOM_START_TUPLES
+ * tuples have been routed, every signature goes to its eligible target of
+ * the highest key EddyRandomStartHash(seed, target): a random priority
+ * order of the targets, so one static plan, drawn from the seed, rather
+ * than the planner's estimates.  Then the policy decides from what it has
+ * observed (under it too), as it would have from the planner's start.
+ * Under the fixed policy the random plan is kept to the end: a static
+ * random plan to compare with.  The executor also reads the sources of
+ * the build schedule in an order drawn from the seed (exec.c), which is
+ * the state layout a random plan would have built.
+ *
  * The chain.  When every module is a filter over one source, every tuple
  * of an epoch follows a prefix of one chain of targets, which the executor
  * walks instead of the table; "first" is then counted per epoch.
@@ -168,6 +199,8 @@
 /* Timed visits per target per period, beside the tuples timed throughout */
 #define EDDY_TARGET_SAMPLES		2
 #define EDDY_TARGET_SAMPLE_PERIOD	100 /* routed tuples */
+/* eddy.random_start: tuples routed under the random plan */
+#define EDDY_RANDOM_START_TUPLES	((uint64) EDDY_STATS_HALFLIFE)
 /* Initial size of a hashed routing table */
 #define EDDY_ROUTE_ENTRIES		1024
 
@@ -175,8 +208,9 @@ void
 EddyRouterInit(EddyRouter *router, EddyRouteTarget *targets, int ntargets,
 			   int nmodules, uint32 all_sources, bool chain,
 			   EddyRoutingPolicy policy, int reopt_frequency,
-			   int lottery_window, uint64 seed, int nsources,
-			   EddySourceRowsFn source_rows, void *source_rows_arg)
+			   int lottery_window, uint64 seed, uint64 random_start,
+			   int nsources, EddySourceRowsFn source_rows,
+			   void *source_rows_arg)
 {
 	int			i;
 
@@ -218,6 +252,8 @@ EddyRouterInit(EddyRouter *router, EddyRouteTarget *targets, int ntargets,
 	router->nsources = nsources;
 	router->source_rows = source_rows;
 	router->source_rows_arg = source_rows_arg;
+	router->random_start = random_start;
+	router->random_until = random_start != 0 ? EDDY_RANDOM_START_TUPLES : 0;
 	if (policy == EDDY_POLICY_CUMULATIVE)
 	{
 		router->rows = palloc0(sizeof(double) * 2 * Max(nsources, 1));
@@ -289,6 +325,46 @@ static double
 stats_ratio(EddyModuleStats *st)
 {
 	return ratio_with_prior(st, EDDY_PRIOR_TUPLES);
+}
+
+/*
+ * The rank policy's ratio of target t: stats_ratio, but a join's observed
+ * fan-out projected to its far end read whole (header comment, rank):
+ * scaled by the rows that source is expected to give over those it has
+ * given, while it has given some and is not exhausted, and at most to the
+ * planner's fan-out (or the observed one, if higher).  The scaling assumes
+ * the far end's rows arrive in no order related to the probes'; relations
+ * stored in the order of their join keys and read at the same pace find
+ * their matches whatever share is read (a star on a common key: fan-out 1
+ * observed with a twentieth read), and the cap keeps the projection from
+ * making such a join look twenty times worse than it is.  The planner's
+ * prior is of the whole relation already and is not scaled.
+ */
+static double
+rank_ratio(EddyRouter *router, EddyRouteTarget *t)
+{
+	EddyModuleStats *st = t->stats;
+	double		observed = st->w_out - st->w_dropped;
+
+	if (t->far != 0 && observed > 0 && st->w_in > 0 && router->source_rows != NULL)
+	{
+		double		read = router->source_rows(router->source_rows_arg,
+											   t->far_rel, EDDY_ROWS_READ);
+		double		expected = router->source_rows(router->source_rows_arg,
+												   t->far_rel,
+												   EDDY_ROWS_EXPECTED);
+
+		if (read > 0 && read < expected)
+		{
+			double		ratio = observed / st->w_in;
+			double		projected = Min(ratio * (expected / read),
+										Max(ratio, st->prior_ratio));
+
+			return (projected * st->w_in + EDDY_PRIOR_TUPLES * st->prior_ratio) /
+				(st->w_in + EDDY_PRIOR_TUPLES);
+		}
+	}
+	return stats_ratio(st);
 }
 
 /*
@@ -392,8 +468,10 @@ score_cumulative(EddyRouter *router)
 
 	for (i = 0; i < ns; i++)
 	{
-		rows[i] = Max(router->source_rows(router->source_rows_arg, i, false), 0.0);
-		rows[ns + i] = Max(router->source_rows(router->source_rows_arg, i, true), 1.0);
+		rows[i] = Max(router->source_rows(router->source_rows_arg, i,
+										  EDDY_ROWS_READ), 0.0);
+		rows[ns + i] = Max(router->source_rows(router->source_rows_arg, i,
+											   EDDY_ROWS_PLANNED), 1.0);
 	}
 	for (m = 0; m < router->nmodules; m++)
 	{
@@ -507,6 +585,9 @@ score_targets(EddyRouter *router)
 		switch (router->policy)
 		{
 			case EDDY_POLICY_RANK:
+				st->score = (1.0 - rank_ratio(router, &router->targets[i])) /
+					stats_cost(st);
+				break;
 			case EDDY_POLICY_CUMULATIVE:
 				st->score = (1.0 - stats_ratio(st)) / stats_cost(st);
 				break;
@@ -816,6 +897,30 @@ target_eligible(EddyRouteTarget *t, uint32 spans, uint64 done)
 		(t->prereq & ~done) == 0;
 }
 
+/*
+ * eddy.random_start: a 64-bit mix of a seed and a key (splitmix64's
+ * finaliser), the same on every platform and in every process.
+ */
+uint64
+EddyRandomStartHash(uint64 seed, uint64 key)
+{
+	uint64		z = seed * UINT64CONST(0x9E3779B97F4A7C15) + key +
+		UINT64CONST(0x632BE59BD9B4E019);
+
+	z = (z ^ (z >> 30)) * UINT64CONST(0xBF58476D1CE4E5B9);
+	z = (z ^ (z >> 27)) * UINT64CONST(0x94D049BB133111EB);
+	return z ^ (z >> 31);
+}
+
+/* Are the decisions still the random plan of eddy.random_start? */
+static inline bool
+random_phase(EddyRouter *router)
+{
+	return router->random_start != 0 &&
+		(router->policy == EDDY_POLICY_FIXED ||
+		 router->routed < router->random_until);
+}
+
 /* The policy's choice for a signature in this epoch */
 static int
 choose_target(EddyRouter *router, uint32 spans, uint64 done)
@@ -835,6 +940,26 @@ choose_target(EddyRouter *router, uint32 spans, uint64 done)
 			 spans, (unsigned long long) done);
 	if (n == 1)
 		return cand[0];
+
+	if (random_phase(router))
+	{
+		uint64		best = 0;
+		int			k;
+
+		/* the random plan: targets in the order of their random keys */
+		for (k = 0; k < n; k++)
+		{
+			uint64		key = EddyRandomStartHash(router->random_start,
+												  (uint64) cand[k]);
+
+			if (k == 0 || key > best)
+			{
+				best = key;
+				choice = cand[k];
+			}
+		}
+		return choice;
+	}
 
 	switch (router->policy)
 	{

@@ -132,10 +132,20 @@ typedef struct EddyHistoryLane
 #define EDDY_MAX_HISTORY_RUNS	1000	/* per lane */
 
 /*
- * The rows a source has given so far (the cumulative policy's |S_tau|),
- * or with planned, the planner's rows
+ * Rows of a source, asked of the executor at a recomputation: given so far
+ * (the cumulative policy's |S_tau|), the planner's, or those it will have
+ * given when exhausted (its rows read once it is, else the larger of the
+ * planner's and those read: rank's projection of a join's fan-out).
  */
-typedef double (*EddySourceRowsFn) (void *arg, int source, bool planned);
+typedef enum EddySourceRowsKind
+{
+	EDDY_ROWS_READ,
+	EDDY_ROWS_PLANNED,
+	EDDY_ROWS_EXPECTED
+} EddySourceRowsKind;
+
+typedef double (*EddySourceRowsFn) (void *arg, int source,
+									EddySourceRowsKind kind);
 
 /* An entry of the hashed routing table */
 typedef struct EddyRouteEntry
@@ -238,6 +248,14 @@ typedef struct EddyRouter
 	uint64		released_at;	/* tuples routed at the release */
 
 	/*
+	 * eddy.random_start: a seed (0: off).  The decisions are a random plan
+	 * until random_until tuples have been routed (for ever under the
+	 * fixed policy), routing.c.
+	 */
+	uint64		random_start;
+	uint64		random_until;
+
+	/*
 	 * The history of first choices, one lane per source (a chain's is lane
 	 * 0), its runs allocated in history_cxt.
 	 */
@@ -250,9 +268,10 @@ extern void EddyRouterInit(EddyRouter *router, EddyRouteTarget *targets,
 						   int ntargets, int nmodules, uint32 all_sources,
 						   bool chain, EddyRoutingPolicy policy,
 						   int reopt_frequency, int lottery_window,
-						   uint64 seed, int nsources,
+						   uint64 seed, uint64 random_start, int nsources,
 						   EddySourceRowsFn source_rows, void *source_rows_arg);
 extern void EddyRouterRelease(EddyRouter *router);
+extern uint64 EddyRandomStartHash(uint64 seed, uint64 key);
 extern int	EddyRouterChoose(EddyRouter *router, uint32 spans, uint64 done);
 extern int	EddyRouterLookup(EddyRouter *router, uint32 spans, uint64 done);
 extern void EddyRouterReoptimize(EddyRouter *router);

@@ -276,6 +276,15 @@ def parallel_settings(tag: str) -> dict:
     return {f"pg__{k}": v for k, v in chosen.items()} | {"parallel_exchange": exchange}
 
 
+def random_start_settings(tag: str) -> dict:
+    """A random initial plan for a differential run (eddy.random_start: the
+    build order and the first routing decisions drawn from a seed; under
+    the fixed policy, the whole run), drawn from its own generator seeded
+    by ``tag`` so that adding it changes no other draw."""
+    rng = random.Random(f"random_start:{tag}")
+    return {"random_start": rng.choice([0, 0, 1, 2, 3, 1234567])}
+
+
 def spill_settings(tag: str) -> dict:
     """A forced spill for a differential run (eddy.debug_spill_after: the
     join eddy writes its state and unread input to temporary files after N

@@ -94,15 +94,69 @@ STALE_SQL = (
 )
 
 
+SELECT_LIST = "SELECT count(*) AS n, sum(s.qty) AS qty"
+
+
+@dataclass(frozen=True)
+class Edge:
+    """A join clause of a query: the relation it joined, its tables'
+    aliases (that one first, then those the clause needs) and its text."""
+    aliases: tuple[str, ...]
+    on: str
+
+
 @dataclass(frozen=True)
 class Query:
     """One query of the workload: its name (m01 ..), the kinds it
     exercises (the first is the one it was built for), its relations and
-    its SQL."""
+    its SQL; and for forced join orders, its tables by alias, its join
+    clauses and its WHERE conjuncts."""
     name: str
     kinds: tuple[str, ...]
     relations: int
     sql: str
+    tables: tuple[tuple[str, str], ...] = ()
+    edges: tuple[Edge, ...] = ()
+    where: tuple[str, ...] = ()
+
+    def forced_sql(self, order: tuple[str, ...]) -> str:
+        """The query with its relations joined in ``order`` (explicit JOINs
+        left to right, each ON the clauses that the relation completes):
+        under join_collapse_limit = 1, PostgreSQL joins them in that order."""
+        tables = dict(self.tables)
+        done = {order[0]}
+        lines = [SELECT_LIST, f"FROM {tables[order[0]]} {order[0]}"]
+        for alias in order[1:]:
+            done.add(alias)
+            ons = [e.on for e in self.edges
+                   if alias in e.aliases and set(e.aliases) <= done]
+            if not ons:
+                raise ValueError(f"{self.name}: {alias} joins nothing of {sorted(done)}")
+            lines.append(f"  JOIN {tables[alias]} {alias} ON " + " AND ".join(ons))
+        if self.where:
+            lines.append("WHERE " + "\n  AND ".join(self.where))
+        return "\n".join(lines)
+
+    def random_orders(self, n: int, seed: int = 0) -> list[tuple[str, ...]]:
+        """``n`` join orders drawn from ``seed``, each starting from a random
+        relation and adding at random one that a join clause connects to
+        those before it (no cross products), distinct where the query has
+        that many."""
+        rng = random.Random(f"orders/{self.name}/{seed}")
+        aliases = [a for a, _ in self.tables]
+        out: list[tuple[str, ...]] = []
+        for _ in range(50 * n):
+            order = [rng.choice(aliases)]
+            while len(order) < len(aliases):
+                have = set(order)
+                nxt = sorted({a for e in self.edges for a in e.aliases
+                              if a not in have and set(e.aliases) - {a} <= have})
+                order.append(rng.choice(nxt))
+            if tuple(order) not in out:
+                out.append(tuple(order))
+            if len(out) == n:
+                break
+        return out
 
 
 # ----------------------------------------------------------------------- the joins
@@ -155,6 +209,7 @@ class Builder:
     sales: str = "ms_sales"
     customers: str = "ms_customer"
     joins: dict[str, str] = field(default_factory=dict)
+    needs: dict[str, tuple[str, ...]] = field(default_factory=dict)
     where: list[str] = field(default_factory=list)
     kinds: list[str] = field(default_factory=list)
 
@@ -169,6 +224,7 @@ class Builder:
         for a in (needs if on is not None else j.needs):
             self.need(a)
         self.joins[alias] = on or j.on
+        self.needs[alias] = needs if on is not None else j.needs
 
     def kind(self, k: str) -> None:
         if k not in self.kinds:
@@ -179,7 +235,7 @@ class Builder:
         return self.customers if t == "ms_customer" else t
 
     def sql(self) -> str:
-        lines = ["SELECT count(*) AS n, sum(s.qty) AS qty", f"FROM {self.sales} s"]
+        lines = [SELECT_LIST, f"FROM {self.sales} s"]
         lines += [f"  JOIN {self.table(a)} {a} ON {on}" for a, on in self.joins.items()]
         if self.where:
             lines.append("WHERE " + "\n  AND ".join(self.where))
@@ -331,13 +387,17 @@ def generate(seed: int = 0, count: int = DEFAULT_COUNT) -> list[Query]:
             b.need(alias)
             if 1 + len(b.joins) > 10:          # a chain overshot: take it back
                 for a in list(b.joins)[before:]:
-                    del b.joins[a]
+                    del b.joins[a], b.needs[a]
                 continue
             if rng.random() < 0.5:
                 mild(b, alias)
         if 1 + len(b.joins) >= 7:
             b.kind("many")
-        out.append(Query(f"m{i + 1:02d}", tuple(b.kinds), 1 + len(b.joins), b.sql()))
+        out.append(Query(
+            f"m{i + 1:02d}", tuple(b.kinds), 1 + len(b.joins), b.sql(),
+            tables=(("s", b.sales), *((a, b.table(a)) for a in b.joins)),
+            edges=tuple(Edge((a, *b.needs[a]), on) for a, on in b.joins.items()),
+            where=tuple(b.where)))
     return out
 
 

@@ -46,7 +46,22 @@ paired ratios per round, its median and bootstrap interval
 (geomean_bootstrap_ci), for all of them and for those with an Eddy in the
 plan; the A/A geometric mean beside it.
 
+Random initial plans (--random-starts N, default 5; none under --quick
+unless given): in every round each query also runs N times with the eddy
+started from a random plan (eddy.random_start = 1..N: a random build order
+and random first routing decisions, then the eddy adapts) and N times
+with eddies off, forced to one of N random join orders of the query
+(eddytools.misest.Query.random_orders: connected, no cross products;
+explicit JOINs under join_collapse_limit = 1; PostgreSQL still chooses the
+join methods).  Per query, the median over the rounds of each start and
+each order, and their worst/best: the eddy's against PostgreSQL's
+(spread.csv, summary.md).  These runs have a statement timeout of their
+own (--spread-timeout: a forced order may take far longer than any plan
+the planner would choose); a timeout counts as that timeout, so the
+spread it gives is a lower bound.
+
 Output in --out: measurements.csv (every run), summary.csv (per query),
+spread.csv (per query, the random starts' and forced orders' spreads),
 results.json (settings, environment, load, plans with the planner's
 reasons, runs, summary, totals, errors), summary.md (the README-ready
 tables, also printed at the end) and ratio.png (per query, the paired
@@ -72,6 +87,10 @@ from eddytools.harness import Interval, Table, median_or_none
 PROG = "eddytools.robustness"
 MODES = ("on", "off", "aa")          # aa: eddy off again, the A/A twin of off
 EDDY_ENABLED = {"on": "on", "off": "off", "aa": "off"}
+# --random-starts N adds the modes start1..startN (the eddy, eddy.random_start
+# = k) and order1..orderN (PostgreSQL, forced to the query's k-th random join
+# order: explicit JOINs, join_collapse_limit = 1)
+START, ORDER = "start", "order"
 QUICK_SCALE = 0.02
 QUICK_QUERIES = 6                    # m01..m06: one of each kind
 TIMEOUT_STATE = "57014"              # query_canceled (statement_timeout)
@@ -143,17 +162,43 @@ class Totals:
 
 
 @dataclass
+class SpreadRow:
+    """One query's line of spread.csv: over its random starts (the eddy)
+    and its forced join orders (PostgreSQL), the fastest and slowest of
+    the per-start (per-order) medians over the rounds, and worst / best.
+    A timeout counts as the statement timeout, and makes the row's
+    worst a lower bound."""
+    query: str
+    kinds: str
+    relations: int
+    starts: int
+    eddy_best_ms: float | None
+    eddy_worst_ms: float | None
+    eddy_spread: float | None
+    eddy_timeouts: int
+    orders: int
+    pg_best_ms: float | None
+    pg_worst_ms: float | None
+    pg_spread: float | None
+    pg_timeouts: int
+    on_ms: float | None              # the eddy from the planner's start, beside
+    off_ms: float | None             # PostgreSQL's own plan
+
+
+@dataclass
 class Result(harness.Result[Run]):
     load: dict = field(default_factory=dict)
     queries: list[dict] = field(default_factory=list)
     plans: list[Plan] = field(default_factory=list)
     totals: list[Totals] = field(default_factory=list)
+    orders: dict[str, list[str]] = field(default_factory=dict)
+    spread: list[SpreadRow] = field(default_factory=list)
 
     def document(self) -> dict[str, Any]:
         return {"settings": self.settings, "environment": self.environment,
                 "load": self.load, "queries": self.queries, "plans": self.plans,
-                "summary": self.summary, "totals": self.totals, "runs": self.runs,
-                "errors": self.errors}
+                "summary": self.summary, "totals": self.totals, "orders": self.orders,
+                "spread": self.spread, "runs": self.runs, "errors": self.errors}
 
 
 # --------------------------------------------------------------------------- data
@@ -202,15 +247,46 @@ def session_settings(args: argparse.Namespace) -> dict[str, str]:
             "max_parallel_workers_per_gather": str(args.workers)}
 
 
+def eddy_enabled(mode: str) -> str:
+    if mode.startswith(START):
+        return "on"
+    if mode.startswith(ORDER):
+        return "off"
+    return EDDY_ENABLED[mode]
+
+
+def mode_settings(mode: str) -> dict[str, str]:
+    """eddy.enabled, and a random start's seed or a forced order's limit."""
+    settings = {"eddy.enabled": eddy_enabled(mode)}
+    if mode.startswith(START):
+        settings["eddy.random_start"] = mode[len(START):]
+    elif mode.startswith(ORDER):
+        settings["join_collapse_limit"] = "1"
+    return settings
+
+
+def spread_modes(n: int) -> tuple[str, ...]:
+    return (*(f"{START}{k}" for k in range(1, n + 1)),
+            *(f"{ORDER}{k}" for k in range(1, n + 1)))
+
+
+def query_sql(q: misest.Query, mode: str, orders: dict[str, list[tuple[str, ...]]]) -> str:
+    """The SQL a mode runs: the query's, or the forced order's."""
+    if mode.startswith(ORDER):
+        return q.forced_sql(orders[q.name][int(mode[len(ORDER):]) - 1])
+    return q.sql
+
+
 def session(dsn: str, args: argparse.Namespace, mode: str, preload: bool,
             timeout: bool = True) -> psycopg.Connection:
     """A fresh connection with the run's settings (and statement_timeout)."""
     conn = connect(dsn)
     if not preload:
         conn.execute("LOAD 'eddy'")
-    settings = {**session_settings(args), "eddy.enabled": EDDY_ENABLED[mode]}
-    if timeout and args.statement_timeout > 0:
-        settings["statement_timeout"] = str(int(args.statement_timeout * 1000))
+    settings = {**session_settings(args), **mode_settings(mode)}
+    limit = args.statement_timeout if mode in MODES else args.spread_timeout
+    if timeout and limit > 0:
+        settings["statement_timeout"] = str(int(limit * 1000))
     apply_settings(conn, settings)
     return conn
 
@@ -227,12 +303,12 @@ def explain(dsn: str, args: argparse.Namespace, q: misest.Query, preload: bool) 
 
 
 def timed_run(dsn: str, args: argparse.Namespace, q: misest.Query, mode: str, rnd: int,
-              preload: bool) -> Run:
+              preload: bool, text: str | None = None) -> Run:
     conn = session(dsn, args, mode, preload)
     try:
         t0 = time.perf_counter()
         try:
-            rows = conn.execute(q.sql).fetchall()
+            rows = conn.execute(text or q.sql).fetchall()
         except psycopg.Error as e:
             if getattr(e, "sqlstate", None) == TIMEOUT_STATE:
                 return Run(q.name, mode, rnd, None, None, None, timeout=True)
@@ -257,18 +333,22 @@ def measure(dsn: str, args: argparse.Namespace, queries: list[misest.Query],
             result: Result, preload: bool) -> None:
     for q in queries:
         result.plans.append(explain(dsn, args, q, preload))
+    orders = {q.name: q.random_orders(args.random_starts, args.query_seed) for q in queries}
+    result.orders = {name: [" ".join(o) for o in os] for name, os in orders.items()}
     if not args.no_warmup:
         for q in queries:
             timed_run(dsn, args, q, "off", -1, preload)
     timed_out: set[tuple[str, str]] = set()
     for rnd in range(args.rounds):
         for i, q in enumerate(queries):
-            for mode in round_order(rnd + i):
+            spread = [m for m in spread_modes(args.random_starts)
+                      if not m.startswith(ORDER) or int(m[len(ORDER):]) <= len(orders[q.name])]
+            for mode in (*round_order(rnd + i), *harness.rotated(spread, rnd + i)):
                 if (q.name, mode) in timed_out:
                     result.runs.append(Run(q.name, mode, rnd, None, None, None,
                                            timeout=True, skipped=True))
                     continue
-                run = timed_run(dsn, args, q, mode, rnd, preload)
+                run = timed_run(dsn, args, q, mode, rnd, preload, query_sql(q, mode, orders))
                 if run.timeout:
                     timed_out.add((q.name, mode))
                 result.runs.append(run)
@@ -289,7 +369,7 @@ def check_answers(result: Result) -> None:
             reference.setdefault(r.query, r)
     for r in result.runs:
         if r.error is not None:
-            result.errors.append(f"{r.query} eddy {EDDY_ENABLED[r.mode]} ({r.mode}) round "
+            result.errors.append(f"{r.query} eddy {eddy_enabled(r.mode)} ({r.mode}) round "
                                  f"{r.round}: {r.error}")
             continue
         ref = reference.get(r.query)
@@ -337,6 +417,35 @@ def summarize(result: Result, queries: list[misest.Query], args: argparse.Namesp
     result.summary = rows
     result.totals = [totals_of("all", rows, result, args),
                      totals_of("eddy", [r for r in rows if r.eddy_nodes], result, args)]
+    result.spread = [spread_of(result, q, args, r) for q, r in zip(queries, rows, strict=True)
+                     ] if args.random_starts else []
+
+
+def spread_of(result: Result, q: misest.Query, args: argparse.Namespace,
+              row: SummaryRow) -> SpreadRow:
+    """The random starts' and forced orders' spreads of one query."""
+    def side(prefix: str) -> tuple[float | None, float | None, float | None, int, int]:
+        medians = []
+        timeouts = 0
+        modes = {r.mode for r in result.runs if r.query == q.name and r.mode.startswith(prefix)}
+        for mode in sorted(modes):
+            mine = [r for r in result.runs if r.query == q.name and r.mode == mode]
+            if any(r.timeout for r in mine):
+                timeouts += 1
+                medians.append(args.spread_timeout)
+                continue
+            m = median_or_none([r.seconds for r in mine if r.seconds is not None])
+            if m is not None:
+                medians.append(m)
+        if not medians:
+            return None, None, None, timeouts, len(modes)
+        best, worst = min(medians), max(medians)
+        return ms(best), ms(worst), worst / best if best > 0 else None, timeouts, len(modes)
+
+    eb, ew, es, et, en = side(START)
+    pb, pw, ps, pt, pn = side(ORDER)
+    return SpreadRow(q.name, ",".join(q.kinds), q.relations, en, eb, ew, es, et,
+                     pn, pb, pw, ps, pt, row.on_ms, row.off_ms)
 
 
 def totals_of(over: str, rows: list[SummaryRow], result: Result,
@@ -392,8 +501,43 @@ def report(result: Result) -> str:
             f"{num(r.on_ms)} | {interval(r.ratio, r.ratio_low, r.ratio_high)} | "
             f"{interval(r.aa_ratio, r.aa_low, r.aa_high)} | {r.timeouts_on}/{r.timeouts_off} | "
             f"{why} |")
+    if result.spread:
+        lines += ["", spread_report(result)]
     if result.errors:
         lines += ["", f"{len(result.errors)} error(s): see results.json"]
+    return "\n".join(lines)
+
+
+SPREAD_GOAL = 1.6                    # issue 48: the eddy's worst/best over random starts
+
+
+def spread_report(result: Result) -> str:
+    """Random initial plans: per query, the eddy's worst/best over its
+    random starts beside PostgreSQL's over forced join orders."""
+    rows = [r for r in result.spread if r.eddy_spread is not None]
+    within = [r for r in rows if (r.eddy_spread or 0.0) <= SPREAD_GOAL and not r.eddy_timeouts]
+    pg = [r for r in result.spread if r.pg_spread is not None]
+    worst = max(rows, key=lambda r: r.eddy_spread or 0.0, default=None)
+    pg_worst = max(pg, key=lambda r: r.pg_spread or 0.0, default=None)
+    lines = [f"Random initial plans: {result.settings['random_starts']} random starts of the "
+             "eddy (eddy.random_start = 1..N) and as many random join orders forced on "
+             "PostgreSQL (join_collapse_limit = 1), medians over the rounds; worst/best per "
+             f"query.  The eddy within {SPREAD_GOAL:g}x on {len(within)} of {len(rows)} "
+             "queries" + (f" (worst {worst.query}: {worst.eddy_spread:.2f}x)" if worst else "")
+             + "; PostgreSQL's forced orders" + (
+                 f" up to {pg_worst.pg_spread:.2f}x ({pg_worst.query})" if pg_worst else ": -")
+             + ".", "",
+             "| query | kinds | rel | eddy best ms | eddy worst ms | eddy worst/best | "
+             "PG orders best ms | PG orders worst ms | PG worst/best | eddy (planner's "
+             "start) ms | PG's plan ms |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in result.spread:
+        et = f" ({r.eddy_timeouts} timeout)" if r.eddy_timeouts else ""
+        pt = f" ({r.pg_timeouts} timeout)" if r.pg_timeouts else ""
+        lines.append(
+            f"| {r.query} | {r.kinds} | {r.relations} | {num(r.eddy_best_ms)} | "
+            f"{num(r.eddy_worst_ms)}{et} | {num(r.eddy_spread, '.2f')} | {num(r.pg_best_ms)} | "
+            f"{num(r.pg_worst_ms)}{pt} | {num(r.pg_spread, '.2f')} | {num(r.on_ms)} | "
+            f"{num(r.off_ms)} |")
     return "\n".join(lines)
 
 
@@ -437,6 +581,7 @@ def write_results(result: Result, out: Path) -> None:
         Table("measurements.csv", result.runs, harness.run_columns(Run),
               {"seconds": ".6f"}),
         Table("summary.csv", result.summary),
+        *([Table("spread.csv", result.spread)] if result.spread else []),
     ])
     (out / "summary.md").write_text(report(result) + "\n")
 
@@ -474,6 +619,12 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--dbname", default=None,
                     help="the workload's database (default: misest_s<scale>)")
     ap.add_argument("--master", default="local[*]", help="Spark master of the loader")
+    ap.add_argument("--random-starts", type=int, default=None,
+                    help="random starts of the eddy and random join orders forced on "
+                         "PostgreSQL per query (default: 5; --quick: 0; 0: none)")
+    ap.add_argument("--spread-timeout", type=float, default=None,
+                    help="the statement timeout of the random starts and forced orders "
+                         "(default: --statement-timeout's)")
     ap.add_argument("--no-warmup", action="store_true",
                     help="no untimed eddy-off run of each query before the rounds")
     return ap
@@ -486,6 +637,10 @@ def resolve(args: argparse.Namespace) -> None:
         args.rounds = 1 if args.quick else 5
     if args.statement_timeout is None:
         args.statement_timeout = 30.0 if args.quick else 60.0
+    if args.spread_timeout is None:
+        args.spread_timeout = args.statement_timeout
+    if args.random_starts is None:
+        args.random_starts = 0 if args.quick else 5
     if args.quick:
         args.no_warmup = True
 
@@ -505,9 +660,10 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = build_parser().parse_args(argv)
     resolve(args)
-    if args.rounds < 1 or args.scale <= 0 or args.count < 1 or args.workers < 0:
-        print("robustness: --rounds >= 1, --scale > 0, --count >= 1, --workers >= 0",
-              file=sys.stderr)
+    if (args.rounds < 1 or args.scale <= 0 or args.count < 1 or args.workers < 0
+            or args.random_starts < 0):
+        print("robustness: --rounds >= 1, --scale > 0, --count >= 1, --workers >= 0, "
+              "--random-starts >= 0", file=sys.stderr)
         return 2
     queries = select(args)
     if isinstance(queries, str):
@@ -534,8 +690,10 @@ def main(argv: list[str] | None = None) -> int:
         summarize(result, queries, args)
         write_results(result, args.out)
         png = None if args.no_plots else plot(result, args.out)
-        return report(result), (f"{args.out}/measurements.csv, summary.csv, results.json, "
-                                "summary.md" + (f", {png.name}" if png else ""))
+        return report(result), (f"{args.out}/measurements.csv, summary.csv, "
+                                + ("spread.csv, " if result.spread else "")
+                                + "results.json, summary.md"
+                                + (f", {png.name}" if png else ""))
 
     return harness.run("robustness", result, run, conclude)
 

@@ -79,6 +79,7 @@ from eddytools.db import (
     migration_settings,
     multiset,
     parallel_settings,
+    random_start_settings,
     set_gucs,
     spill_settings,
     state_settings,
@@ -145,8 +146,8 @@ def show(o: tuple) -> str:
 def settings_for(rng: random.Random, per_query: int) -> list[dict]:
     """``per_query`` settings, covering every routing policy once per 5;
     the reoptimization frequency, join method, lottery window,
-    selection_min_cost, source schedule, state migration, state mode and a
-    forced spill drawn for each."""
+    selection_min_cost, source schedule, state migration, state mode, a
+    forced spill, the parallel exchange and a random start drawn for each."""
     out = []
     for k in range(per_query):
         out.append({"routing_policy": POLICIES[k % len(POLICIES)],
@@ -159,6 +160,7 @@ def settings_for(rng: random.Random, per_query: int) -> list[dict]:
         out[-1] |= state_settings(f"{k}:{out[-1]}")
         out[-1] |= spill_settings(f"{k}:{out[-1]}")
         out[-1] |= parallel_settings(f"{k}:{out[-1]}")
+        out[-1] |= random_start_settings(f"{k}:{out[-1]}")
     return out
 
 
