@@ -37,7 +37,7 @@ EDDY_SETTINGS = {
     "eddy.static_shj", "eddy.source_schedule", "eddy.source_rates", "eddy.source_delays",
     "eddy.migration", "eddy.debug_migrate_every", "eddy.state_mode", "eddy.routing_hold",
     "eddy.debug_spill_after", "eddy.parallel_exchange", "eddy.filter_before_store",
-    "eddy.hybrid_route", "eddy.debug_index_delay",
+    "eddy.hybrid_route", "eddy.debug_index_delay", "eddy.random_start",
 }
 
 SCHEMA = """
@@ -262,7 +262,8 @@ def test_eddy_settings_are_per_session_only(sec):
                 "debug_migrate_every": "1000000", "state_mode": "stems",
                 "routing_hold": "t=100", "debug_spill_after": "1",
                 "parallel_exchange": "always", "filter_before_store": "off",
-                "hybrid_route": "random", "debug_index_delay": "1000000"}
+                "hybrid_route": "random", "debug_index_delay": "1000000",
+                "random_start": "2147483647"}
     assert {f"eddy.{k}" for k in extremes} == EDDY_SETTINGS
     with connect(user_dsn) as other_session, connect(admin_dsn) as admin_session:
         def shown(conn) -> dict[str, str]:
