@@ -43,3 +43,17 @@ def test_quick_run_counts_lookups(pg_dsn, tmp_path):
     assert len(rows) == 1
     goals = {(g["figure"], g["goal"]) for g in doc["goals"]}
     assert any(f == "s7stairs" for f, _ in goals)
+
+    # the switch is looked for in both adaptive configurations; the hybrid
+    # join refuses migration, and its goal's detail says why
+    switch = {g["goal"].split(":")[0]: g for g in doc["goals"]
+              if g["figure"] == "s7stairs" and "switch" in g["goal"]}
+    assert set(switch) == {"stairs", "hybrid"}, switch
+    hyb = by[("s7stairs", "hybrid")]
+    assert hyb["migrations"] == 0 and hyb["switch_fraction"] is None, hyb
+    assert "hybrid join" in switch["hybrid"]["detail"], switch["hybrid"]
+
+    # every round's stream is kept (the tenths are medians over rounds)
+    assert {p["round"] for p in doc["output"]} == {0}
+    assert all(p["rows"] <= r["rows"] for p in doc["output"] for r in doc["runs"]
+               if (r["figure"], r["config"]) == (p["figure"], p["config"]))
