@@ -92,6 +92,7 @@ EddyExplainCounters(EddyState *es, EddyModule *m, int dir, ExplainState *xs)
 	uint64		out = 0;
 	uint64		first = 0;
 	uint64		samples = 0;
+	uint64		outliers = 0;
 	double		cost_ns = 0;
 	double		ratio;
 	double		cost_us;
@@ -109,6 +110,7 @@ EddyExplainCounters(EddyState *es, EddyModule *m, int dir, ExplainState *xs)
 		first += EddyRouterFirst(&es->router, m->target_index[d]);
 		samples += m->stats[d].samples;
 		cost_ns += m->stats[d].cost_ns;
+		outliers += m->stats[d].outliers;
 	}
 	ratio = in > 0 ? (double) out / in : 0.0;
 	cost_us = samples > 0 ? cost_ns / samples / 1000.0 : 0.0;
@@ -123,6 +125,8 @@ EddyExplainCounters(EddyState *es, EddyModule *m, int dir, ExplainState *xs)
 						 in, out, first, ratio_name, ratio);
 		if (xs->timing)
 			appendStringInfo(&buf, "  Cost: %.3f us", cost_us);
+		if (xs->timing && outliers > 0)
+			appendStringInfo(&buf, "  Outliers Clipped: " UINT64_FORMAT, outliers);
 		EddyExplainLine(xs, "%s", buf.data);
 		explain_cumulative(es, m, xs);
 		return;
@@ -132,7 +136,10 @@ EddyExplainCounters(EddyState *es, EddyModule *m, int dir, ExplainState *xs)
 	ExplainPropertyUInteger("Tuples First", NULL, first, xs);
 	ExplainPropertyFloat(ratio_name, NULL, ratio, 3, xs);
 	if (xs->timing)
+	{
 		ExplainPropertyFloat("Cost", "us", cost_us, 3, xs);
+		ExplainPropertyUInteger("Cost Outliers Clipped", NULL, outliers, xs);
+	}
 	explain_cumulative(es, m, xs);
 }
 

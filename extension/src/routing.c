@@ -125,7 +125,20 @@
  *
  * Costs.  A target's cost is the mean time of its timed visits (decayed
  * like the counts; under the windowed lottery, of the current or the
- * previous window).  One routed tuple in EDDY_COST_SAMPLE_INTERVAL is timed
+ * previous window).  The decayed mean is kept from a lone outlier
+ * (fold_costs): a timed visit during which the process was preempted takes
+ * milliseconds where the visit takes a microsecond, and weighed in the mean
+ * as hundreds of true ones for thousands of tuples, decaying by half every
+ * EDDY_STATS_HALFLIFE (a rank decision of 000 Figure 8 went wrong on one
+ * such sample in CI); a target's first timed visits are often slow too
+ * (the first call of a function, an index's first lookup).  So each
+ * recomputation interval's timed visits are folded in one interval late
+ * when their mean is over EDDY_COST_OUTLIER times the decayed mean, or
+ * when they are the first: clipped to that factor of the larger of the
+ * next interval's mean and the decayed mean, unless the next interval is
+ * as slow (a cost that changed, which is then followed one interval late).
+ * The windowed lottery's window costs are raw: its windows are the
+ * policy's way of following changes, and a clip would delay them.  One routed tuple in EDDY_COST_SAMPLE_INTERVAL is timed
  * at every hop (exec.c), and each target also times one of every
  * sample_every of its own visits, that hop alone: every
  * EDDY_TARGET_SAMPLE_PERIOD routed tuples (at a recomputation) sample_every
@@ -196,6 +209,8 @@
 #define EDDY_PRIOR_TUPLES		2.0
 /* eddy.routing_hold: tuples routed before the decisions are held */
 #define EDDY_HOLD_WARMUP		((uint64) EDDY_STATS_HALFLIFE)
+/* An interval's mean cost over this many times its reference is an outlier */
+#define EDDY_COST_OUTLIER		8.0
 /* Timed visits per target per period, beside the tuples timed throughout */
 #define EDDY_TARGET_SAMPLES		2
 #define EDDY_TARGET_SAMPLE_PERIOD	100 /* routed tuples */
@@ -268,7 +283,10 @@ EddyRouterInit(EddyRouter *router, EddyRouteTarget *targets, int ntargets,
 	router->recomputations = 0; /* the initial scoring is not a recomputation */
 }
 
-/* Mean cost of a target in ns: measured if ever timed, else the prior. */
+/*
+ * Mean cost of a target in ns: measured if ever timed, else the prior (also
+ * while its first timed interval waits to be judged: fold_costs).
+ */
 static double
 stats_cost(EddyModuleStats *st)
 {
@@ -276,11 +294,66 @@ stats_cost(EddyModuleStats *st)
 
 	if (st->w_samples > 1e-9)
 		cost = st->w_ns / st->w_samples;
-	else if (st->samples > 0)
+	else if (st->samples > 0 && st->held_samples == 0)
 		cost = st->cost_ns / st->samples;
 	else
 		cost = st->prior_cost_ns;
 	return Max(cost, 1.0);
+}
+
+/*
+ * Fold one recomputation interval's timed visits of a target (ns, samples)
+ * into its decayed cost (w_ns, w_samples), an outlier clipped first (the
+ * header's Costs).  An interval whose mean is over EDDY_COST_OUTLIER times
+ * the decayed mean, or the first one timed, is held until the next timed
+ * interval: if its mean is over EDDY_COST_OUTLIER times both the next
+ * one's and the decayed mean, it is clipped to that, else it counts as
+ * measured; the next one counts as measured either way (two high intervals
+ * in a row are a cost that changed).  Time without samples (an index
+ * join's fetches after its timed probe's interval) joins the interval
+ * held, if any.
+ */
+static void
+fold_costs(EddyModuleStats *st, double ns, uint64 samples)
+{
+	double		mean;
+
+	if (samples == 0)
+	{
+		if (st->held_samples > 0)
+			st->held_ns += ns;
+		else
+			st->w_ns += ns;
+		return;
+	}
+	mean = ns / (double) samples;
+	if (st->held_samples > 0)
+	{
+		double		ref = mean;
+		double		cap;
+
+		if (st->w_samples > 1e-9)
+			ref = Max(ref, st->w_ns / st->w_samples);
+		cap = EDDY_COST_OUTLIER * ref * (double) st->held_samples;
+		if (st->held_ns > cap)
+		{
+			st->held_ns = cap;
+			st->outliers++;
+		}
+		st->w_ns += st->held_ns;
+		st->w_samples += (double) st->held_samples;
+		st->held_ns = 0.0;
+		st->held_samples = 0;
+	}
+	else if (st->w_samples <= 1e-9 ||
+			 mean > EDDY_COST_OUTLIER * st->w_ns / st->w_samples)
+	{
+		st->held_ns = ns;
+		st->held_samples = samples;
+		return;
+	}
+	st->w_ns += ns;
+	st->w_samples += (double) samples;
 }
 
 /*
@@ -409,9 +482,9 @@ update_statistics(EddyRouter *router)
 		st->w_out = st->w_out * decay + (double) (st->out - st->seen_out);
 		st->w_dropped = st->w_dropped * decay +
 			(double) (st->dropped - st->seen_dropped);
-		st->w_samples = st->w_samples * decay +
-			(double) (st->samples - st->seen_samples);
-		st->w_ns = st->w_ns * decay + (st->cost_ns - st->seen_ns);
+		st->w_samples *= decay;
+		st->w_ns *= decay;
+		fold_costs(st, st->cost_ns - st->seen_ns, st->samples - st->seen_samples);
 		st->w_pairs = st->w_pairs * decay + (st->pairs - st->seen_pairs);
 		st->seen_in = st->in;
 		st->seen_out = st->out;

@@ -46,6 +46,10 @@ typedef struct EddyModuleStats
 	double		w_dropped;
 	double		w_samples;
 	double		w_ns;
+	double		held_ns;		/* an interval's timed visits waiting for the
+								 * next to judge them (routing.c, Costs) */
+	uint64		held_samples;
+	uint64		outliers;		/* intervals whose time was clipped */
 	int64		ticket_base;	/* lottery: (in - out) where the window began */
 	int64		ticket_next_base;	/* ... and where the current one began */
 	double		window_ns;		/* lottery window: (cost_ns, samples) where */
