@@ -151,6 +151,45 @@ def test_scan_ended_early_by_cost(hdb):
     assert got_equal(hdb, query)
 
 
+def test_commit_revoked_when_r_outgrows_its_estimate(hdb):
+    """The planner expects about 50 R rows (two predicates it takes for
+    independent agree on 1 row in 100, not 1 in 10,000), 5,000 come.  The
+    module commits to the index after its learning lookups, T unread (the
+    build schedule reads R first), and weighs the commit again as R grows:
+    with each lookup slowed to 50 us, looking up every R tuple costs more
+    than T's scan, so the commit is revoked, the rest of R waits in the
+    STAIR and T's scan runs to its end.  With R as small as estimated the
+    commit stands and the scan is cut before its first row."""
+    hdb.execute("""
+        CREATE TABLE hmis (id int, c1 int, c2 int);
+        INSERT INTO hmis SELECT g, g % 100, g % 100 FROM generate_series(1, 500000) g;
+        CREATE TABLE hmt (x int, pay text);
+        INSERT INTO hmt SELECT g, 'p' || g FROM generate_series(1, 100000) g;
+        CREATE INDEX hmt_x ON hmt (x);
+        ANALYZE hmis; ANALYZE hmt;
+    """)
+    query = ("SELECT hmis.id, hmt.pay FROM hmis JOIN hmt ON hmt.x = hmis.id % 100000 "
+             "WHERE hmis.c1 = 7 AND hmis.c2 = 7")
+    set_gucs(hdb, hybrid_route="auto", source_schedule="build", debug_index_delay=50,
+             pg__enable_nestloop="off")
+    (h,) = hybrid_modules(hdb, query)
+    assert h["Access"] == "scan and index"
+    assert h["Index Route Committed After Tuples"] >= 3, h
+    revoked = h.get("Index Route Revoked After Tuples", 0)
+    assert revoked > h["Index Route Committed After Tuples"], h
+    assert h["Probes by Index"] < 5000 and h["Probes by Hash"] > 0, h
+    assert h["Probes by Index"] + h["Probes by Hash"] + h["Probes from Cache"] == 5000, h
+    assert "Scan Ended Early After Rows Read" not in h, h
+    assert got_equal(hdb, query)
+
+    small = query + " AND hmis.id <= 3000"      # 30 rows: the commit stands
+    (h,) = hybrid_modules(hdb, small)
+    assert h["Index Route Committed After Tuples"] >= 3, h
+    assert "Index Route Revoked After Tuples" not in h, h
+    assert h["Scan Ended Early After Rows Read"] == 0, h
+    assert got_equal(hdb, small)
+
+
 def test_no_lookup_after_scan(hdb):
     """T's scan read first: its SteM is complete, no R tuple goes to the index."""
     set_gucs(hdb, hybrid_route="index", source_schedule="build", source_delays="hr=150")

@@ -95,15 +95,26 @@
  *		index  when  C_i * m * R_left  <=  C_s * T_left
  *		hash   otherwise
  * that is, the index when answering every R-side tuple still to come by
- * index or cache costs no more than the rest of the scan.  Then the
- * module commits: every miss goes to the index from then on, and T's scan
- * is ended early (the state interface's cut, source.c): a T row read
- * later could only be built, and the lookup of its key would fetch it.
- * The choice is one-way either way (a stored tuple makes the scan needed;
- * a scan ended does not resume), so there is no exploring share: the cost
- * a lookup would show once the choice is made cannot change it.  The risk
- * is the planner's: an R side far larger than estimated, after a commit,
- * is all looked up.
+ * index or cache costs no more than the rest of the scan; once more R-side
+ * tuples have come than the planner said, R_left is as many again as have
+ * come (a doubling guess: the estimate is known wrong).  Then the module
+ * commits: every miss goes to the index, and T's scan is ended early (the
+ * state interface's cut, source.c): a T row read later could only be
+ * built, and the lookup of its key would fetch it.  The cut is made at
+ * once if T is being read; if T has not been read yet (the build schedule
+ * reads the R side first), at the loop's next check of the end (a source
+ * exhausted, or T's first row reaching this module), and until then the
+ * commit is revisited every HYBRID_RECHECK lookups with the costs and
+ * counts of then: an R side that outgrows the planner's estimate, or
+ * lookups that grow slower, revoke it, and the miss at hand and every
+ * later one take the hash route (T's scan then runs as a hash join's).
+ * This is the hybrid's exploration: the index route's observed cost is
+ * weighed again against the scan while the choice can still be undone.
+ * The other way is one-way: once a tuple is stored waiting for T's scan,
+ * the scan must run, and a lookup could only add its cost (a share of
+ * misses sent to the index to explore would cost time and decide
+ * nothing); and a scan ended does not resume.  The risk left is the
+ * planner's on T: the commit is final once T's scan is cut.
  * eddy.hybrid_route = index, hash or random (half and half) overrides the
  * rule, for experiments and tests (index commits at once, as above;
  * random stores half the misses, so it never commits).
@@ -160,6 +171,8 @@
 
 /* Misses sent to the index first, to learn a lookup's cost */
 #define HYBRID_LEARN	3
+/* Lookups between two checks of a commit not yet final (header) */
+#define HYBRID_RECHECK	64
 
 
 #ifdef USE_ASSERT_CHECKING
@@ -205,6 +218,9 @@ typedef struct EddyHybridJoin
 	double		first_lookup_ns;	/* ... of the first (it opens the index) */
 	uint64		unstored;		/* R-side tuples not stored, by any route */
 	bool		committed;		/* every miss goes to the index from now on */
+	int			since_check;	/* ... lookups since the commit was checked */
+	uint64		committed_at;	/* R-side tuples routed here at the commit */
+	uint64		revoked_at;		/* ... at its revocation, 0 if none */
 	bool		t_cut;			/* ... and T's scan was ended (hybrid_cut) */
 	uint64		cut_at;			/* T rows read when it was */
 	bool		stem_complete;	/* T's scan ended, seen by a probe */
@@ -606,17 +622,60 @@ lookup(EddyState *es, EddyHybridJoin *hy, EddyTuple *r, Datum *keys, uint32 hash
 }
 
 /*
+ * The rule of step 3 (header): does answering every R-side tuple still to
+ * come by index or cache cost no more than the rest of T's scan?
+ */
+static bool
+index_pays(EddyState *es, EddyHybridJoin *hy)
+{
+	EddyModule *m = &hy->hj.module;
+	EddyJoinSpec *ends = &hy->hj.ends;
+	EddySource *src = &es->sources[ends->rel[1]];
+	double		seen = (double) m->stats[0].in;
+	double		misses;
+	double		r_left;
+	double		t_left;
+	double		lookup_cost;
+	double		row_cost;
+
+	misses = (double) hy->by_index /
+		Max((double) (hy->by_index + hy->by_cache), 1.0);
+	/* the planner's rows, or as many again as seen once they are passed */
+	r_left = Max(Max(ends->est_rows[0] - seen, seen), 1.0);
+	t_left = Max(src->est_rows - (double) src->nread, 0.0);
+	/* the first lookup reads the index's metapage: not counted */
+	lookup_cost = (hy->lookup_ns - hy->first_lookup_ns) / (double) (hy->by_index - 1);
+	row_cost = hy->scan_row_ns + (m->stats[1].samples > 0 ?
+								  m->stats[1].cost_ns / (double) m->stats[1].samples :
+								  m->stats[1].prior_cost_ns);
+	return lookup_cost * misses * r_left <= row_cost * t_left;
+}
+
+/*
  * Step 3's choice (header): the index route?
  */
 static bool
 choose_index(EddyState *es, EddyHybridJoin *hy)
 {
 	EddyModule *m = &hy->hj.module;
-	EddyJoinSpec *ends = &hy->hj.ends;
-	EddySource *src = &es->sources[ends->rel[1]];
+	EddySource *src = &es->sources[hy->hj.ends.rel[1]];
 
-	if (!hy->t_scanned || hy->committed)
+	if (!hy->t_scanned)
 		return true;
+	if (hy->committed)
+	{
+		/* the commit revisited while T is unread (header) */
+		if (hy->t_cut || hy->route != EDDY_HYBRID_AUTO ||
+			++hy->since_check < HYBRID_RECHECK)
+			return true;
+		hy->since_check = 0;
+		if (index_pays(es, hy))
+			return true;
+		/* revoked: this tuple is stored, and the choice is hash from now on */
+		hy->committed = false;
+		hy->revoked_at = m->stats[0].in;
+		return false;
+	}
 	if (hy->index_off != NULL || hy->route == EDDY_HYBRID_HASH)
 		return false;
 	if (hy->route == EDDY_HYBRID_RANDOM)
@@ -625,34 +684,24 @@ choose_index(EddyState *es, EddyHybridJoin *hy)
 		return false;			/* the scan must end anyway: hashing is free */
 	if (hy->route == EDDY_HYBRID_AUTO)
 	{
-		double		misses;
-		double		r_left;
-		double		t_left;
-		double		lookup_cost;
-		double		row_cost;
-
 		if (hy->by_index < HYBRID_LEARN)
 			return true;		/* learn the lookup's cost */
-		misses = (double) hy->by_index /
-			Max((double) (hy->by_index + hy->by_cache), 1.0);
-		r_left = Max(ends->est_rows[0] - (double) m->stats[0].in, 1.0);
-		t_left = Max(src->est_rows - (double) src->nread, 0.0);
-		/* the first lookup reads the index's metapage: not counted */
-		lookup_cost = (hy->lookup_ns - hy->first_lookup_ns) / (double) (hy->by_index - 1);
-		row_cost = hy->scan_row_ns + (m->stats[1].samples > 0 ?
-									  m->stats[1].cost_ns / (double) m->stats[1].samples :
-									  m->stats[1].prior_cost_ns);
-		if (lookup_cost * misses * r_left > row_cost * t_left)
+		if (!index_pays(es, hy))
 			return false;
 	}
 
 	/*
 	 * Every R-side tuple still to come is cheaper by index or cache than the
-	 * rest of the scan, and none waits for the scan: commit, and have the
-	 * loop end T's scan (hybrid_cut).
+	 * rest of the scan, and none waits for the scan: commit.  The loop ends
+	 * T's scan (hybrid_cut) at once if T is being read; if it has not been
+	 * read yet, at its next check of the end (a source exhausted, or T's
+	 * first row: hybrid_route), and until then the commit is revisited.
 	 */
 	hy->committed = true;
-	es->check_end = true;
+	hy->since_check = 0;
+	hy->committed_at = m->stats[0].in;
+	if (src->nread > 0)
+		es->check_end = true;
 	return true;
 }
 
@@ -720,6 +769,8 @@ hybrid_route(EddyState *es, EddyModule *m, int dir, EddyTuple *t)
 			!StairHashAbsent(hy->complete, hash) &&
 			StairContains(hy->complete, hash, keys);
 
+		if (hy->committed && !hy->t_cut)
+			es->check_end = true;	/* T's first row since the commit: cut */
 		if (dup)
 			hy->duplicates++;
 		if (dup || (hj->probers[1] & ~es->exhausted) == 0)
@@ -892,6 +943,9 @@ hybrid_clear(EddyState *es, EddyModule *m)
 	StairClear(hy->complete);
 	hy->stem_complete = false;
 	hy->committed = false;
+	hy->since_check = 0;
+	hy->committed_at = 0;
+	hy->revoked_at = 0;
 	hy->t_cut = false;
 	hy->unstored = 0;
 #ifdef USE_ASSERT_CHECKING
@@ -969,6 +1023,13 @@ hybrid_explain(EddyState *es, EddyModule *m, List *context, bool useprefix,
 			EddyExplainLine(xs, "  SteM Complete: after " UINT64_FORMAT
 							" tuples routed here, " UINT64_FORMAT " rows of %s read",
 							hy->complete_at, hy->complete_t_read, rel);
+		if (hy->committed_at > 0 && hy->revoked_at > 0)
+			EddyExplainLine(xs, "  Index Route: committed after " UINT64_FORMAT
+							" tuples routed here, revoked after " UINT64_FORMAT,
+							hy->committed_at, hy->revoked_at);
+		else if (hy->committed_at > 0)
+			EddyExplainLine(xs, "  Index Route: committed after " UINT64_FORMAT
+							" tuples routed here", hy->committed_at);
 		if (hy->t_cut)
 			EddyExplainLine(xs, "  Scan Ended Early: after " UINT64_FORMAT " rows of %s read",
 							hy->cut_at, rel);
@@ -1005,6 +1066,11 @@ hybrid_explain(EddyState *es, EddyModule *m, List *context, bool useprefix,
 		ExplainPropertyUInteger("SteM Complete After Rows Read", NULL,
 								hy->complete_t_read, xs);
 	}
+	if (hy->committed_at > 0)
+		ExplainPropertyUInteger("Index Route Committed After Tuples", NULL,
+								hy->committed_at, xs);
+	if (hy->revoked_at > 0)
+		ExplainPropertyUInteger("Index Route Revoked After Tuples", NULL, hy->revoked_at, xs);
 	if (hy->t_cut)
 		ExplainPropertyUInteger("Scan Ended Early After Rows Read", NULL, hy->cut_at, xs);
 }
