@@ -640,8 +640,11 @@ index_pays(EddyState *es, EddyHybridJoin *hy)
 
 	misses = (double) hy->by_index /
 		Max((double) (hy->by_index + hy->by_cache), 1.0);
-	/* the planner's rows, or as many again as seen once they are passed */
-	r_left = Max(Max(ends->est_rows[0] - seen, seen), 1.0);
+	/*
+	 * The planner's rows still to come, or, once more have come than it
+	 * said, as many again as have come (its estimate is known wrong)
+	 */
+	r_left = Max(seen < ends->est_rows[0] ? ends->est_rows[0] - seen : seen, 1.0);
 	t_left = Max(src->est_rows - (double) src->nread, 0.0);
 	/* the first lookup reads the index's metapage: not counted */
 	lookup_cost = (hy->lookup_ns - hy->first_lookup_ns) / (double) (hy->by_index - 1);
