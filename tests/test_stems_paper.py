@@ -57,3 +57,16 @@ def test_quick_run_counts_lookups(pg_dsn, tmp_path):
     assert {p["round"] for p in doc["output"]} == {0}
     assert all(p["rows"] <= r["rows"] for p in doc["output"] for r in doc["runs"]
                if (r["figure"], r["config"]) == (p["figure"], p["config"]))
+
+
+def test_thinned_output_keeps_every_tenth():
+    """The output kept per stream has the first point at or past each 1% of
+    the rows, so the time of every tenth is the unthinned stream's."""
+    points = [(0.0, 0)] + [(0.001 * i, 50 * i) for i in range(1, 801)]
+    kept = sp.thin(points)
+    assert kept[0] == points[0] and kept[-1] == points[-1]
+    assert len(kept) <= 102
+    total = points[-1][1]
+    for k in range(1, 11):
+        want = next(t for t, n in points if n >= total * k / 10)
+        assert next(t for t, n in kept if n >= total * k / 10) == want
