@@ -138,7 +138,9 @@
  * next interval's mean and the decayed mean, unless the next interval is
  * as slow (a cost that changed, which is then followed one interval late).
  * The windowed lottery's window costs are raw: its windows are the
- * policy's way of following changes, and a clip would delay them.  One routed tuple in EDDY_COST_SAMPLE_INTERVAL is timed
+ * policy's way of following changes, and a clip would delay them.
+ *
+ * Sampling.  One routed tuple in EDDY_COST_SAMPLE_INTERVAL is timed
  * at every hop (exec.c), and each target also times one of every
  * sample_every of its own visits, that hop alone: every
  * EDDY_TARGET_SAMPLE_PERIOD routed tuples (at a recomputation) sample_every

@@ -336,6 +336,19 @@ def check_plan(plan: dict, cfg: Config, aliases: list[str]) -> str | None:
     return None
 
 
+def migration_moves(history: Any) -> list[tuple[int, int]]:
+    """(tuples routed, tuples moved) of each migration in EXPLAIN ANALYZE
+    VERBOSE's "Migration History"."""
+    return [(int(at), int(moved)) for at, moved in
+            re.findall(r"at (\d+): (\d+) moved", history if isinstance(history, str) else "")]
+
+
+def largest_migration_at(moves: list[tuple[int, int]]) -> int:
+    """The switch: where the migration that moved the most came (the paper
+    moves "all those tuples"; an early move of a few hundred is not it)."""
+    return max(moves, key=lambda m: m[1])[0]
+
+
 def eddy_counters(conn: psycopg.Connection, cfg: Config) -> dict:
     """EXPLAIN (ANALYZE, TIMING, VERBOSE) of ``cfg``: the eddy's counters."""
     configure(conn, cfg.gucs)
@@ -351,14 +364,11 @@ def eddy_counters(conn: psycopg.Connection, cfg: Config) -> dict:
         if key in eddy:
             out[key.lower().replace(" ", "_")] = eddy[key]
     history = out.get("migration_history") or ""
-    moves = [(int(at), int(moved)) for at, moved in
-             re.findall(r"at (\d+): (\d+) moved", history if isinstance(history, str) else "")]
+    moves = migration_moves(history)
     if moves and out.get("tuples_routed"):
         out["first_migration_at"] = moves[0][0]
         out["first_migration_fraction"] = moves[0][0] / out["tuples_routed"]
-        # the switch: the migration that moved the most (the paper's moves
-        # "all those tuples"; an early move of a few hundred is not it)
-        at, _ = max(moves, key=lambda m: m[1])
+        at = largest_migration_at(moves)
         out["largest_migration_at"] = at
         out["largest_migration_fraction"] = at / out["tuples_routed"]
     if isinstance(history, str) and len(history) > 2000:

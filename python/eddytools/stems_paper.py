@@ -58,7 +58,6 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import re
 import statistics
 import sys
 from dataclasses import asdict, dataclass, field
@@ -200,13 +199,11 @@ def counters(conn: psycopg.Connection, cfg: Config, sql: str) -> dict[str, Any]:
         elif kind == "Hash Join":
             add("lookups", 0)
     if eddies:
+        from eddytools import experiments as ex
         routed = eddies[0].get("Tuples Routed")
-        history = eddies[0].get("Migration History")
-        moves = [(int(at), int(n)) for at, n in
-                 re.findall(r"at (\d+): (\d+) moved", history if isinstance(history, str) else "")]
+        moves = ex.migration_moves(eddies[0].get("Migration History"))
         out["migrations"] = len(moves)
-        # the switch: the migration that moved the most (eddytools.experiments)
-        out["switch_fraction"] = (max(moves, key=lambda m: m[1])[0] / routed
+        out["switch_fraction"] = (ex.largest_migration_at(moves) / routed
                                   if moves and routed else None)
         out["state_migration"] = eddies[0].get("State Migration")
     out["operators"] = ", ".join(str(op.get("Operator Type"))
@@ -234,20 +231,16 @@ def run_figure(conn: psycopg.Connection, figure: str, args: argparse.Namespace,
             result.counters.append({"figure": figure, "config": cfg.name, **c})
     for r in range(args.rounds):
         for cfg in harness.rotated(cfgs, r):
-            if args.warm:
-                # a rotation keeps each configuration's predecessor (the hybrid
-                # always ran after the hash join's full scan of T, which evicts
-                # the index's pages): each recorded run follows one of its own
-                progress(f"{figure} {cfg.name} (round {r + 1}/{args.rounds}, warm-up)")
+            # a rotation keeps each configuration's predecessor (the hybrid
+            # always ran after the hash join's full scan of T, which evicts
+            # the index's pages): each recorded run follows one of its own
+            for warm_up in ((True, False) if args.warm else (False,)):
+                progress(f"{figure} {cfg.name} (round {r + 1}/{args.rounds}"
+                         + (", warm-up)" if warm_up else ")"))
                 points, rows = stream(conn, cfg, sql)
+                first = next((t for t, n in points if n > 0), points[-1][0])
                 result.runs.append(Run(figure, cfg.name, r, round(points[-1][0], 6),
-                                       round(next((t for t, n in points if n > 0),
-                                                  points[-1][0]), 6), len(rows), True))
-            progress(f"{figure} {cfg.name} (round {r + 1}/{args.rounds})")
-            points, rows = stream(conn, cfg, sql)
-            first = next((t for t, n in points if n > 0), points[-1][0])
-            result.runs.append(Run(figure, cfg.name, r, round(points[-1][0], 6),
-                                   round(first, 6), len(rows)))
+                                       round(first, 6), len(rows), warm_up))
             result.output += [{"figure": figure, "config": cfg.name, "round": r,
                                "seconds": round(t, 6), "rows": n} for t, n in thin(points)]
 
