@@ -5,11 +5,13 @@
 #  1. pg_regress golden tests (make -C extension installcheck) against a server
 #     started here with eddy preloaded;
 #  2. PostgreSQL's own regression suite, eddy on vs off (tests/pgregress/run.sh,
-#     which starts its own throwaway instances; PGREGRESS=0 skips it);
+#     which starts its own throwaway instances; PGREGRESS=0 skips it), then
+#     again with hybrid joins forced (eddy.join_method = hybrid) vs off;
 #  3. sqlsmith's random queries against PostgreSQL's regression database with
 #     eddies forced on (tests/sqlsmith/run.sh, its own throwaway server; about
-#     a minute to fill the database, then SQLSMITH_QUERIES (3000) queries or
-#     SQLSMITH_SECONDS (60) seconds; SQLSMITH=0 skips it);
+#     half a minute to fill the database, then SQLSMITH_QUERIES (3000) queries
+#     or SQLSMITH_SECONDS (60) seconds; SQLSMITH=0 skips it), then again with
+#     hybrid joins forced for SQLSMITH_HYBRID_SECONDS (30);
 #  4. pytest, whose session fixture starts its own server (pytest-postgresql):
 #     the script's arguments go to pytest, so `tests/run-tests.sh tests/test_x.py`
 #     runs that file alone; with none, pyproject.toml's testpaths (tests/).
@@ -85,22 +87,34 @@ if [ "${PGREGRESS:-1}" != 0 ]; then
         tests/pgregress/run.sh; then
         status=1
     fi
+    # once more with every edge that can be a hybrid index/hash join made one
+    echo "== PostgreSQL regression suite, hybrid joins forced (eddy.join_method = hybrid) vs off"
+    if ! PGREGRESS_WORK="$work/pgregress-hybrid" PGREGRESS_PORT="${PGREGRESS_PORT:-$((port + 1))}" \
+        PGREGRESS_EDDY_CONF="eddy.join_method = hybrid" tests/pgregress/run.sh; then
+        status=1
+    fi
 fi
 
-if [ "${SQLSMITH:-1}" != 0 ]; then
-    echo "== sqlsmith: random queries on the regression database, eddies forced on"
-    t0=$SECONDS
-    if ! SQLSMITH_WORK="$work/sqlsmith" SQLSMITH_PORT="${SQLSMITH_PORT:-$((port + 3))}" \
-        SQLSMITH_QUERIES="${SQLSMITH_QUERIES:-3000}" SQLSMITH_SECONDS="${SQLSMITH_SECONDS:-60}" \
-        SQLSMITH_KEEP=0 tests/sqlsmith/run.sh; then
+# run_sqlsmith NAME SECONDS SETTINGS: one run of tests/sqlsmith/run.sh
+run_sqlsmith() {
+    local name=$1 secs=$2 settings=$3 t0=$SECONDS
+    if ! SQLSMITH_WORK="$work/$name" SQLSMITH_PORT="${SQLSMITH_PORT:-$((port + 3))}" \
+        SQLSMITH_QUERIES="${SQLSMITH_QUERIES:-3000}" SQLSMITH_SECONDS="$secs" \
+        SQLSMITH_SETTINGS="$settings" SQLSMITH_KEEP=0 tests/sqlsmith/run.sh; then
         status=1
         # keep the report, the server log and sqlsmith's output ($work goes)
-        kept=/tmp/eddy-sqlsmith-failed.$$
-        mkdir -p "$kept" && cp -r "$work/sqlsmith/report.txt" "$work/sqlsmith/report.json" \
-            "$work/sqlsmith/server/server.log" "$work/sqlsmith/run" "$kept/" 2>/dev/null
+        kept=/tmp/eddy-$name-failed.$$
+        mkdir -p "$kept" && cp -r "$work/$name/report.txt" "$work/$name/report.json" \
+            "$work/$name/server/server.log" "$work/$name/run" "$kept/" 2>/dev/null
         echo "sqlsmith: report, server log and sqlsmith's output kept in $kept"
     fi
     echo "sqlsmith: step took $((SECONDS - t0))s"
+}
+if [ "${SQLSMITH:-1}" != 0 ]; then
+    echo "== sqlsmith: random queries on the regression database, eddies forced on"
+    run_sqlsmith sqlsmith "${SQLSMITH_SECONDS:-60}" "${SQLSMITH_SETTINGS:-}"
+    echo "== sqlsmith: the same with hybrid joins forced (eddy.join_method = hybrid)"
+    run_sqlsmith sqlsmith-hybrid "${SQLSMITH_HYBRID_SECONDS:-30}" "eddy.join_method=hybrid"
 fi
 
 echo "== pytest"

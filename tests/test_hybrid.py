@@ -96,10 +96,21 @@ def test_results_equal_vanilla(hdb, route, variant):
             assert got == vanilla_multiset(hdb, query), (name, route, settings, schedule)
 
 
+@pytest.mark.parametrize("route", ROUTES)
+def test_results_equal_vanilla_cache_off(hdb, route):
+    """With the cache off every lookup is an index join's, whatever the scan
+    of t has built or will build: results still equal vanilla."""
+    for schedule in ("build", "proportional"):
+        set_gucs(hdb, hybrid_route=route, hybrid_cache="off", source_schedule=schedule)
+        for name, query in QUERIES.items():
+            got = multiset(hdb.execute(query).fetchall())
+            assert got == vanilla_multiset(hdb, query), (name, route, schedule)
+
+
 def test_routes_are_taken(hdb):
     """random sends misses both ways, so stored R tuples meet rows the index
     builds later (the frame's first phase): results still equal vanilla."""
-    set_gucs(hdb, hybrid_route="random", source_schedule="proportional")
+    set_gucs(hdb, hybrid_route="random", source_schedule="proportional", hybrid_cache="on")
     (h,) = hybrid_modules(hdb, QUERIES["two"])
     assert h["Probes by Index"] > 0 and h["Probes by Hash"] > 0
     assert h["Index Rows Present"] + h["Index Rows Built"] == h["Index Fetches"]
@@ -121,11 +132,40 @@ def test_index_cache_figure7(hdb):
     assert got_equal(hdb, QUERIES["two"])
 
 
+def test_cache_off_where_keys_do_not_repeat(hdb):
+    """An outer side whose keys are all distinct (the planner knows): the
+    first 64 lookups hit nothing, so the cache goes off at its first
+    judgement, and every later lookup builds nothing.  With the cache kept
+    (on) every fetched row is built.  Results equal vanilla both ways."""
+    hdb.execute("""
+        CREATE TABLE hdr (id int, a int);
+        INSERT INTO hdr SELECT g, (g * 7) % 3001 FROM generate_series(1, 2000) g;
+        CREATE TABLE hdt (x int, pay text);
+        INSERT INTO hdt SELECT g % 3000, 'p' || g FROM generate_series(1, 6000) g;
+        CREATE INDEX hdt_x ON hdt (x);
+        ANALYZE hdr; ANALYZE hdt;
+    """)
+    query = "SELECT hdr.id, hdt.pay FROM hdr JOIN hdt ON hdt.x = hdr.a"
+    set_gucs(hdb, hybrid_route="index", source_schedule="build")
+    (h,) = hybrid_modules(hdb, query)
+    assert h["Probes by Index"] == 2000 and h["Probes from Cache"] == 0
+    assert h["Index Cache Off After Lookups"] == 64
+    assert h["Uncached Lookups"] == 2000 - 64
+    assert 0 < h["Index Rows Built"] <= 2 * 64 < h["Index Fetches"]
+    assert got_equal(hdb, query)
+    set_gucs(hdb, hybrid_cache="on")
+    (h,) = hybrid_modules(hdb, query)
+    assert "Index Cache Off After Lookups" not in h and h["Uncached Lookups"] == 0
+    assert h["Index Rows Built"] == h["Index Fetches"]
+    assert got_equal(hdb, query)
+
+
 def test_duplicates_not_built(hdb):
     """Every row the index built is later read by T's scan (T held back):
     its copy is not built again, and probes the R tuples stored on the hash
     route (random: both routes)."""
-    set_gucs(hdb, hybrid_route="random", source_schedule="build", source_delays="ht=150")
+    set_gucs(hdb, hybrid_route="random", source_schedule="build", source_delays="ht=150",
+             hybrid_cache="on")
     (h,) = hybrid_modules(hdb, QUERIES["two"])
     assert h["Duplicates Dropped"] == h["Index Rows Built"] > 0
     assert h["Index Rows Present"] == 0
@@ -203,7 +243,7 @@ def test_no_lookup_after_scan(hdb):
 def test_selections_before_build(hdb):
     """T's own selection runs on each fetched row: the ones it drops are never
     built (nor cached), and the scanned copies of the rest are duplicates."""
-    set_gucs(hdb, hybrid_route="random", source_delays="ht=150")
+    set_gucs(hdb, hybrid_route="random", source_delays="ht=150", hybrid_cache="on")
     query = "SELECT hr.id, ht.pay FROM hr JOIN ht ON hr.a = ht.x WHERE ht.flag <> 2"
     (h,) = hybrid_modules(hdb, query)
     assert h["Index Rows Filtered"] > 0
@@ -216,7 +256,7 @@ def test_scanned_copy_paired(hdb):
     """T read first in part, then R looks its keys up: the rows fetched that
     the scan had built already are paired with them, not built again."""
     set_gucs(hdb, hybrid_route="index", source_schedule="proportional",
-             source_rates="ht=20")
+             source_rates="ht=20", hybrid_cache="on")
     (h,) = hybrid_modules(hdb, QUERIES["two"])
     assert h["Index Rows Present"] > 0
     assert got_equal(hdb, QUERIES["two"])
@@ -269,9 +309,12 @@ def test_rescans_cursors_prepared(hdb):
 
 def test_index_join_with_cache(hdb):
     """PostgreSQL's index nested loop into t stays an index join, with the
-    cache: one lookup per distinct key."""
+    cache: one lookup per distinct key.  hr's keys cycle, so the first 250
+    lookups hit nothing; eddy.hybrid_cache = auto keeps the cache on the
+    planner's share of repeated keys (3 in 4)."""
     hdb.execute("SET enable_hashjoin = off; SET enable_mergejoin = off")
     (h,) = hybrid_modules(hdb, QUERIES["two"])
+    assert "Index Cache Off After Lookups" not in h
     assert h["Access"] == "index"
     assert h["Probes by Index"] == R_KEYS
     assert h["Probes from Cache"] == 1000 - 10 - R_KEYS

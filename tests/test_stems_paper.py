@@ -28,6 +28,13 @@ def test_quick_run_counts_lookups(pg_dsn, tmp_path):
     assert by[("s7", "cache")]["lookups"] == 250
     assert by[("s7", "cache")]["cache"] == 750
     assert by[("s7", "indexjoin")]["lookups"] == 1000
+    # ... and the cache stays on (R's keys repeat, 3 in 4); Figure 8's R keys
+    # are all distinct, so a hybrid that takes the index turns it off at its
+    # first judgement, after 64 lookups (mod_hybrid.c, "The cache")
+    assert by[("s7", "cache")]["uncached"] == 0
+    s8f = by[("s8f", "hybrid")]
+    if s8f["lookups"] > 64:
+        assert s8f["uncached"] == s8f["lookups"] - 64, s8f
 
     # the STAIRs query: the adaptive eddy on scans has hash joins only; with
     # access modules its joins are hybrid, and at least one probe went to an

@@ -80,11 +80,19 @@ typedef enum EddyJoinMethod
 /* eddy.hybrid_route: how a hybrid join answers a miss (mod_hybrid.c) */
 typedef enum EddyHybridRoute
 {
-	EDDY_HYBRID_AUTO,			/* by the observed costs, exploring 5% */
+	EDDY_HYBRID_AUTO,			/* by the observed costs, revisited */
 	EDDY_HYBRID_INDEX,			/* always the index */
 	EDDY_HYBRID_HASH,			/* always the hash route (stored, waits) */
 	EDDY_HYBRID_RANDOM			/* either, half and half (seeded): tests */
 } EddyHybridRoute;
+
+/* eddy.hybrid_cache: does a hybrid join keep what its lookups fetch? */
+typedef enum EddyHybridCache
+{
+	EDDY_HYBRID_CACHE_AUTO,		/* while its hits pay for it (mod_hybrid.c) */
+	EDDY_HYBRID_CACHE_ON,		/* always */
+	EDDY_HYBRID_CACHE_OFF		/* never: every lookup an index join's */
+} EddyHybridCache;
 
 /* eddy.parallel_exchange (plan_parallel.c, parallel.c) */
 typedef enum EddyExchangeSetting
@@ -187,6 +195,7 @@ extern double eddy_selection_min_cost;
 extern bool eddy_static_shj;
 extern bool eddy_filter_before_store;
 extern int	eddy_hybrid_route;
+extern int	eddy_hybrid_cache;		/* EddyHybridCache */
 extern int	eddy_debug_index_delay;
 extern int	eddy_parallel_exchange;	/* EddyExchangeSetting */
 extern int	eddy_join_method;

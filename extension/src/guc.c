@@ -24,6 +24,7 @@ double		eddy_selection_min_cost = EDDY_DEFAULT_SELECTION_MIN_COST;
 bool		eddy_static_shj = false;
 bool		eddy_filter_before_store = true;
 int			eddy_hybrid_route = EDDY_HYBRID_AUTO;
+int			eddy_hybrid_cache = EDDY_HYBRID_CACHE_AUTO;
 int			eddy_debug_index_delay = 0;
 int			eddy_parallel_exchange = EDDY_EXCHANGE_AUTO;
 int			eddy_join_method = EDDY_JOIN_AUTO;
@@ -85,6 +86,13 @@ static const struct config_enum_entry hybrid_route_options[] = {
 	{"index", EDDY_HYBRID_INDEX, false},
 	{"hash", EDDY_HYBRID_HASH, false},
 	{"random", EDDY_HYBRID_RANDOM, false},
+	{NULL, 0, false}
+};
+
+static const struct config_enum_entry hybrid_cache_options[] = {
+	{"auto", EDDY_HYBRID_CACHE_AUTO, false},
+	{"on", EDDY_HYBRID_CACHE_ON, false},
+	{"off", EDDY_HYBRID_CACHE_OFF, false},
 	{NULL, 0, false}
 };
 
@@ -239,6 +247,20 @@ EddyGucInit(void)
 							 &eddy_hybrid_route,
 							 EDDY_HYBRID_AUTO,
 							 hybrid_route_options,
+							 PGC_USERSET,
+							 0,
+							 NULL,
+							 NULL,
+							 NULL);
+
+	DefineCustomEnumVariable("eddy.hybrid_cache",
+							 "Whether a hybrid join keeps the rows its index lookups fetch, to answer later probes of the same key.",
+							 "auto: while the cache's hits save more time than building the rows costs, judged every 64 lookups; "
+							 "on: always; off: never (each lookup is an index join's). "
+							 "Read when the node starts.",
+							 &eddy_hybrid_cache,
+							 EDDY_HYBRID_CACHE_AUTO,
+							 hybrid_cache_options,
 							 PGC_USERSET,
 							 0,
 							 NULL,

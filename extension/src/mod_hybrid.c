@@ -77,7 +77,9 @@
  * selections, as in a hash join).  The lead's design stored a TID per
  * entry; the pairing needs no change of the row format and is exact for
  * the results.  Its cost is quadratic in the duplicates of one key that
- * were scanned before the lookup.
+ * were scanned before the lookup; a lookup made while T's scan has built
+ * no row skips it (the SteM then holds rows of complete keys only, which
+ * are never looked up again).
  *
  * The choice (step 3).  The index route pays only if it saves T's scan: a
  * tuple on the hash route costs a store and a probe, while T's scan runs
@@ -118,6 +120,31 @@
  * eddy.hybrid_route = index, hash or random (half and half) overrides the
  * rule, for experiments and tests (index commits at once, as above;
  * random stores half the misses, so it never commits).
+ *
+ * The cache.  Building a lookup's rows into T's SteM and marking their key
+ * complete pays only if the key comes again: an R side whose keys are all
+ * distinct (SteMs Figure 8 with a fast index) pays the building for
+ * nothing, 5-10% of a lookup.  So every HYBRID_RECHECK lookups the cache is
+ * judged: the hits a lookup can expect, from the share of R-side tuples
+ * whose key came before (the planner's, from its distinct keys among R's
+ * rows, EddyJoinKeyDistinct; or the share of those lookups' probes the
+ * cache answered, if larger), times a lookup's observed time (its building
+ * not counted), against the time building their rows took; when the hits
+ * would save less, the cache goes off for the rest of the scan (the state
+ * of a rescan starts with it on).  The planner's share matters where keys
+ * cycle: the first lookups of an R side of 1,000 rows over 250 keys in
+ * order (SteMs Figure 7) hit nothing.  A lookup
+ * with the cache off is an index join's: its matches are fetched one by
+ * one from a frame of this module (T's filters run on each, as above) and
+ * joined with r, nothing is built and k is not marked; r is not stored.
+ * That is exact whatever T's scan does: r has every match the index has,
+ * and a scanned row of k (before or after) is built or probes side 0's
+ * STAIR, which r is not in, and no later R-side tuple of k is answered
+ * from the cache (k is not complete).  Keys marked before stay answered
+ * from the cache.  Where the planner thinks R's keys distinct and they
+ * repeat only later, the cache may go off where it would have paid, and
+ * the module then costs what the plain index join costs.
+ * eddy.hybrid_cache = on or off overrides the judgement (tests, experiments).
  *
  * Exactly once.  The SteMs paper's routing constraints (section 3.1), and
  * where each is met:
@@ -196,8 +223,11 @@ typedef struct EddyHybridJoin
 	EddyPredicate *sel_preds;	/* per module: a selection over T alone,
 								 * over the heap tuple; NULL: none */
 	EddyHybridRoute route;		/* eddy.hybrid_route when the node started */
+	EddyHybridCache cache;		/* eddy.hybrid_cache likewise */
 	pg_prng_state rng;
 	double		scan_row_ns;	/* the planner's cost of T's scan per row */
+	double		est_repeat;		/* the planner's share of R-side tuples whose
+								 * key an earlier one had (EddyJoinKeyDistinct) */
 
 	/* an index lookup's scratch */
 	void	  **have;			/* the SteM's entries of k before it */
@@ -223,6 +253,15 @@ typedef struct EddyHybridJoin
 	uint64		revoked_at;		/* ... at its revocation, 0 if none */
 	bool		t_cut;			/* ... and T's scan was ended (hybrid_cut) */
 	uint64		cut_at;			/* T rows read when it was */
+	uint64		scan_built;		/* T rows the scan built into the SteM */
+	double		build_ns;		/* ... of lookup_ns: building into the cache */
+	bool		cache_off;		/* lookups build nothing (header, "The cache") */
+	bool		fetching;		/* a frame of an uncached lookup is open */
+	int			window_lookups; /* lookups since the cache was judged */
+	uint64		window_hits;	/* ... and cache hits */
+	double		window_build_ns;	/* ... and their building time */
+	uint64		uncached;		/* lookups made with the cache off */
+	uint64		cache_off_at;	/* lookups made when it went off */
 	bool		stem_complete;	/* T's scan ended, seen by a probe */
 	uint64		complete_at;	/* tuples routed here when it was seen */
 	uint64		complete_t_read;	/* ... and T rows read by then */
@@ -300,6 +339,14 @@ EddyHybridJoinBegin(EddyState *es, List *desc, int index)
 		elog(ERROR, "eddy: a hybrid join's end 1 must be one relation with its heap open");
 	hy->t_scanned = (es->scanned & (1u << x)) != 0;
 	hy->route = (EddyHybridRoute) eddy_hybrid_route;
+	hy->cache = (EddyHybridCache) eddy_hybrid_cache;
+	hy->cache_off = hy->cache == EDDY_HYBRID_CACHE_OFF;
+	{
+		double		distinct = floatVal(list_nth(desc, EddyJoinKeyDistinct));
+		double		rows = Max(ends->est_rows[0], 1.0);
+
+		hy->est_repeat = distinct > 0 ? Min(Max(1.0 - distinct / rows, 0.0), 1.0) : 1.0;
+	}
 	hy->complete = StairCreateInArena(&ends->keys, 1, &es->stored);
 	es->nstairs++;
 	hy->index = EddyIndexJoinBegin(es, desc, index);
@@ -533,10 +580,16 @@ lookup(EddyState *es, EddyHybridJoin *hy, EddyTuple *r, Datum *keys, uint32 hash
 	Datum	   *ckeys;
 	int			nhave = 0;
 	double		start = eddy_now_ns();
+	double		build_start;
+	double		build_ns = 0;
 	int			k;
 
-	/* the SteM's rows of k, scanned before: the fetched copies pair with them */
-	if (stem->nentries > 0)
+	/*
+	 * The SteM's rows of k, scanned before: the fetched copies pair with
+	 * them.  None when T's scan built no row (rows of k an index lookup built
+	 * are complete, and k is not looked up again).
+	 */
+	if (stem->nentries > 0 && hy->scan_built > 0)
 	{
 		StairProbe	sp;
 		void	   *u;
@@ -595,6 +648,7 @@ lookup(EddyState *es, EddyHybridJoin *hy, EddyTuple *r, Datum *keys, uint32 hash
 			continue;
 		}
 		/* BuildFirst: built; it probes side 0 when the scan reads it */
+		build_start = eddy_now_ns();
 		t = EddyTupleAlloc(es, &es->transient);
 		t->spans = 1u << x;
 		t->done = done;
@@ -607,18 +661,109 @@ lookup(EddyState *es, EddyHybridJoin *hy, EddyTuple *r, Datum *keys, uint32 hash
 				 hy->hj.module.index + 1);
 		EddyHashJoinInsert(es, &hy->hj, 1, hash, tkeys, payload);
 		hy->fetched_built++;
+		build_ns += eddy_now_ns() - build_start;
 	}
 
 	/* the end-of-transmission marker: every T row of k is in the SteM */
+	build_start = eddy_now_ns();
 	ckeys = EddyArenaAlloc(&es->transient, sizeof(Datum) * ends->nkeys);
 	for (k = 0; k < ends->nkeys; k++)
 		ckeys[k] = EddyArenaDatumCopy(&es->stored, keys[k], ends->keybyval[0][k],
 									  ends->keylen[0][k]);
 	StairInsert(hy->complete, hash, ckeys, (void *) hy);	/* no payload */
+	build_ns += eddy_now_ns() - build_start;
+	hy->build_ns += build_ns;
+	hy->window_build_ns += build_ns;
 	if (hy->by_index == 0)
 		hy->first_lookup_ns = eddy_now_ns() - start;
 	hy->lookup_ns += eddy_now_ns() - start;
 	hy->by_index++;
+}
+
+/*
+ * Step 3's index route with the cache off (header, "The cache"): r is
+ * answered as an index join answers it, from a frame that fetches its
+ * matches one by one (hybrid_next), and nothing is built or marked.
+ */
+static void
+lookup_uncached(EddyState *es, EddyHybridJoin *hy, EddyTuple *r, Datum *keys)
+{
+	double		start = eddy_now_ns();
+
+	Assert(!hy->fetching);
+	EddyIndexJoinProbeBegin(es, hy->index, keys);
+	hy->lookup_ns += eddy_now_ns() - start;
+	EddyPushFrame(es, &hy->hj.module, 0, r);
+	hy->fetching = true;
+	hy->by_index++;
+	hy->uncached++;
+}
+
+/* The next match of an uncached lookup's frame, joined with its probe, or NULL */
+static EddyTuple *
+fetch_uncached(EddyState *es, EddyHybridJoin *hy, EddyFrame *f)
+{
+	int			x = hy->hj.ends.rel[1];
+	EddySource *src = &es->sources[x];
+	TupleTableSlot *slot;
+
+	while ((slot = EddyIndexJoinProbeNext(es, hy->index)) != NULL)
+	{
+		EddyTuple  *t;
+		uint64		done;
+
+		hy->fetched++;
+		if (!fetch_filters(es, hy, slot, &done))
+		{
+			hy->fetched_filtered++;
+			continue;
+		}
+		/*
+		 * T's row borrows the heap slot, as an index join's: the loop copies
+		 * what it keeps before the next fetch
+		 */
+		t = EddyTupleAlloc(es, &es->transient);
+		t->spans = 1u << x;
+		t->done = done;
+		memset(t->rows, 0, sizeof(EddyRow *) * es->nsources);
+		t->rows[x] = EddyRowFromHeapSlot(es, src, slot);
+		return EddyTupleJoin(es, &hy->hj.module, f->probe, x, t);
+	}
+	hy->fetching = false;
+	return NULL;
+}
+
+/*
+ * Does the cache pay (header, "The cache")?  Judged every HYBRID_RECHECK
+ * lookups: it goes off, for the rest of the scan, when the hits a lookup
+ * can expect, at the planner's share of repeated keys or the share of
+ * hits among those lookups' probes, whichever is larger, save less time
+ * than building a lookup's rows costs.
+ */
+static void
+judge_cache(EddyHybridJoin *hy)
+{
+	double		fetch_ns;
+	double		repeat;
+	double		hits_per_lookup;
+
+	if (hy->cache != EDDY_HYBRID_CACHE_AUTO || hy->cache_off ||
+		++hy->window_lookups < HYBRID_RECHECK)
+		return;
+	/* a lookup's time without its building (not the first's: header) */
+	fetch_ns = Max(hy->lookup_ns - hy->first_lookup_ns - hy->build_ns, 0.0) /
+		Max((double) (hy->by_index - 1), 1.0);
+	repeat = Max(hy->est_repeat, (double) hy->window_hits /
+				 (double) (hy->window_hits + hy->window_lookups));
+	hits_per_lookup = repeat >= 1.0 ? 1e9 : repeat / (1.0 - repeat);
+	if (hits_per_lookup * fetch_ns * hy->window_lookups < hy->window_build_ns)
+	{
+		hy->cache_off = true;
+		hy->cache_off_at = hy->by_index;
+	}
+	hy->window_lookups = 0;
+	hy->window_hits = 0;
+	hy->window_build_ns = 0;
 }
 
 /*
@@ -779,7 +924,10 @@ hybrid_route(EddyState *es, EddyModule *m, int dir, EddyTuple *t)
 		if (dup || (hj->probers[1] & ~es->exhausted) == 0)
 			probe_unstored(es, hy, 1, t, hash, keys);
 		else
+		{
+			hy->scan_built++;
 			store_and_probe(es, hy, 1, t, hash, keys);	/* BuildFirst */
+		}
 		return NULL;
 	}
 
@@ -797,6 +945,7 @@ hybrid_route(EddyState *es, EddyModule *m, int dir, EddyTuple *t)
 		StairContains(hy->complete, hash, keys))
 	{
 		hy->by_cache++;
+		hy->window_hits++;
 		hy->unstored++;
 		probe_unstored(es, hy, 0, t, hash, keys);
 		return NULL;
@@ -805,8 +954,17 @@ hybrid_route(EddyState *es, EddyModule *m, int dir, EddyTuple *t)
 	if (choose_index(es, hy))
 	{
 		hy->unstored++;
+		if (hy->cache_off)
+		{
+			/* not stored: the STAIR is incomplete (stair.h), as a skip */
+			hj->stair[0]->complete = false;
+			hj->stair[0]->skipped++;
+			lookup_uncached(es, hy, t, keys);
+			return NULL;
+		}
 		lookup(es, hy, t, keys, hash);
 		probe_unstored(es, hy, 0, t, hash, keys);
+		judge_cache(hy);
 		return NULL;
 	}
 	hy->by_hash++;
@@ -822,6 +980,27 @@ hybrid_next(EddyState *es, EddyFrame *f)
 	EddyTuple  *r;
 	void	   *u;
 
+	if (f->dir == 0 && hy->fetching)
+	{
+		/*
+		 * An uncached lookup's (no other frame of this module is open).  Its
+		 * fetches are the lookup's time, as in the cache's (index_pays,
+		 * judge_cache), and the probe's cost when it is timed.
+		 */
+		double		start = eddy_now_ns();
+		double		elapsed;
+
+		r = fetch_uncached(es, hy, f);
+		elapsed = eddy_now_ns() - start;
+		hy->lookup_ns += elapsed;
+		if (unlikely(f->timed))
+			f->module->stats[0].cost_ns += elapsed;
+		if (r == NULL)
+			return NULL;
+		f->module->stats[0].out++;
+		check_once(es, hy, r);
+		return r;
+	}
 	if (f->sp.next == NULL)
 		return NULL;
 	u = StairProbeNext(&f->sp);
@@ -951,6 +1130,12 @@ hybrid_clear(EddyState *es, EddyModule *m)
 	hy->revoked_at = 0;
 	hy->t_cut = false;
 	hy->unstored = 0;
+	hy->scan_built = 0;
+	hy->fetching = false;
+	hy->cache_off = hy->cache == EDDY_HYBRID_CACHE_OFF;
+	hy->window_lookups = 0;
+	hy->window_hits = 0;
+	hy->window_build_ns = 0;
 #ifdef USE_ASSERT_CHECKING
 	{
 		HASH_SEQ_STATUS status;
@@ -1036,6 +1221,13 @@ hybrid_explain(EddyState *es, EddyModule *m, List *context, bool useprefix,
 		if (hy->t_cut)
 			EddyExplainLine(xs, "  Scan Ended Early: after " UINT64_FORMAT " rows of %s read",
 							hy->cut_at, rel);
+		if (hy->cache_off_at > 0)
+			EddyExplainLine(xs, "  Index Cache: off after " UINT64_FORMAT " lookups, "
+							UINT64_FORMAT " lookups uncached",
+							hy->cache_off_at, hy->uncached);
+		else if (hy->cache == EDDY_HYBRID_CACHE_OFF)
+			EddyExplainLine(xs, "  Index Cache: off, " UINT64_FORMAT " lookups uncached",
+							hy->uncached);
 		return;
 	}
 	ExplainPropertyText("Operator Type", "Hybrid Join", xs);
@@ -1076,4 +1268,7 @@ hybrid_explain(EddyState *es, EddyModule *m, List *context, bool useprefix,
 		ExplainPropertyUInteger("Index Route Revoked After Tuples", NULL, hy->revoked_at, xs);
 	if (hy->t_cut)
 		ExplainPropertyUInteger("Scan Ended Early After Rows Read", NULL, hy->cut_at, xs);
+	if (hy->cache_off_at > 0)
+		ExplainPropertyUInteger("Index Cache Off After Lookups", NULL, hy->cache_off_at, xs);
+	ExplainPropertyUInteger("Uncached Lookups", NULL, hy->uncached, xs);
 }

@@ -41,6 +41,7 @@
 #include "optimizer/tlist.h"
 #include "parser/parsetree.h"
 #include "utils/lsyscache.h"
+#include "utils/selfuncs.h"
 
 #include "clauses.h"
 #include "plan.h"
@@ -583,6 +584,7 @@ make_join_modules(PlannerInfo *root, EddyJoinPath *jp, List **scan_quals,
 		List	   *colls = NIL;
 		List	   *keys0 = NIL;
 		List	   *keys1 = NIL;
+		List	   *keyexprs0 = NIL;
 		Node	   *items[EddyJoinNumItems];
 		ListCell   *lc2;
 
@@ -598,7 +600,8 @@ make_join_modules(PlannerInfo *root, EddyJoinPath *jp, List **scan_quals,
 			opnos = lappend(opnos, EddyPrivateOid(opno));
 			colls = lappend(colls, EddyPrivateOid(op->inputcollid));
 			keys0 = lappend_int(keys0, list_length(*exprs));
-			*exprs = lappend(*exprs, EddyClauseSide(rinfo, relid0));
+			keyexprs0 = lappend(keyexprs0, EddyClauseSide(rinfo, relid0));
+			*exprs = lappend(*exprs, llast(keyexprs0));
 			keys1 = lappend_int(keys1, list_length(*exprs));
 			*exprs = lappend(*exprs, EddyClauseSide(rinfo, jp->rels[side1]->relid));
 		}
@@ -669,6 +672,12 @@ make_join_modules(PlannerInfo *root, EddyJoinPath *jp, List **scan_quals,
 		items[EddyJoinIndexOnly] =
 			(Node *) makeInteger(index_join && !hybrid &&
 								 index_join_index_only(jp, e, side1) ? 1 : 0);
+		/* how often end 0's keys repeat: does a hybrid's index cache pay? */
+		items[EddyJoinKeyDistinct] =
+			EddyPrivateFloat(hybrid && keyexprs0 != NIL ?
+							 estimate_num_groups(root, keyexprs0,
+												 Max(jp->rels[side0]->rows, 1.0),
+												 NULL, NULL) : 0.0);
 		items[EddyJoinFetchQual] = (Node *) NIL;
 		if (hybrid && jp->scanned[hybrid_into] && scan_quals[hybrid_into] != NIL)
 		{

@@ -241,14 +241,16 @@ def state_settings(tag: str) -> dict:
 
 def hybrid_settings(tag: str, join_method: str) -> dict:
     """Hybrid index/hash joins for a differential run (eddy.join_method =
-    hybrid in place of auto a third of the time, with a route), drawn from
-    their own generator seeded by ``tag`` so that adding them changes no
-    other draw."""
+    hybrid in place of auto a third of the time, with a route and a cache
+    setting), drawn from their own generators seeded by ``tag`` so that adding
+    them changes no other draw."""
     rng = random.Random(f"hybrid:{tag}")
     if join_method != "auto" or rng.random() >= 1 / 3:
         return {}
     return {"join_method": "hybrid",
-            "hybrid_route": rng.choice(["auto", "auto", "index", "hash", "random"])}
+            "hybrid_route": rng.choice(["auto", "auto", "index", "hash", "random"]),
+            "hybrid_cache": random.Random(f"hybrid_cache:{tag}").choice(
+                ["auto", "auto", "on", "off"])}
 
 
 # Parallel plans forced (the cost of starting workers and of passing tuples

@@ -179,7 +179,7 @@ def counters(conn: psycopg.Connection, cfg: Config, sql: str) -> dict[str, Any]:
     configure(conn, cfg.gucs)
     eddies = eddy_nodes(explain_json(conn, sql, analyze=True, verbose=True))
     out: dict[str, Any] = {"lookups": None, "cache": None, "by_hash": None,
-                           "after_scan": None, "duplicates": None}
+                           "after_scan": None, "duplicates": None, "uncached": None}
 
     def add(key: str, value: Any) -> None:
         # several joins (s7stairs): their counters summed
@@ -196,6 +196,7 @@ def counters(conn: psycopg.Connection, cfg: Config, sql: str) -> dict[str, Any]:
             add("by_hash", op.get("Probes by Hash"))
             add("after_scan", op.get("Probes after Scan"))
             add("duplicates", op.get("Duplicates Dropped"))
+            add("uncached", op.get("Uncached Lookups"))
         elif kind == "Hash Join":
             add("lookups", 0)
     if eddies:
