@@ -19,7 +19,8 @@ Queries: eddytools.misest.generate(--query-seed, --count) (36 of seed 0,
 docs/robustness/queries.sql), each tagged with the kinds of misestimation
 it exercises; --queries picks some by name.
 
-Settings (every session): PostgreSQL's defaults with jit = off, work_mem =
+Settings (every session): PostgreSQL's defaults with jit = --jit (off by
+default), work_mem =
 4MB and max_parallel_workers_per_gather = --workers (0 by default: the
 shared 2-core machine has no core to give a worker; the results record
 it); eddy.* at the extension's defaults, eddy.enabled on or off.
@@ -243,7 +244,7 @@ def prepare_data(dsn: str, dbname: str, args: argparse.Namespace) -> dict:
 # --------------------------------------------------------------------------- measuring
 
 def session_settings(args: argparse.Namespace) -> dict[str, str]:
-    return {"jit": "off", "work_mem": "4MB",
+    return {"jit": args.jit, "work_mem": "4MB",
             "max_parallel_workers_per_gather": str(args.workers)}
 
 
@@ -481,7 +482,8 @@ def report(result: Result) -> str:
     s = result.settings
     lines = [f"Misestimation workload, scale {s['scale']:g}, {len(result.summary)} queries, "
              f"{s['rounds']} round(s); work_mem 4MB, max_parallel_workers_per_gather "
-             f"{s['workers']}, jit off, eddy.* at their defaults; statement timeout "
+             f"{s['workers']}, jit {s.get('jit', 'off')}, eddy.* at their defaults; "
+             "statement timeout "
              f"{s['statement_timeout']:g} s.  Ratios: eddy on / off, median of the paired "
              "rounds [bootstrap 95% interval]; A/A: eddy off / off.", ""]
     lines += ["| queries | n | geometric mean on/off | A/A | on/off CI low > 1.1 | "
@@ -611,6 +613,9 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--rounds", type=int, default=None, help="rounds (default: 5; --quick: 1)")
     ap.add_argument("--workers", type=int, default=0,
                     help="max_parallel_workers_per_gather (default: 0)")
+    ap.add_argument("--jit", choices=("off", "on"), default="off",
+                    help="the session's jit (default: off; on is PostgreSQL's default, whose "
+                         "compilation, tens of milliseconds a query, both modes pay)")
     ap.add_argument("--statement-timeout", type=float, default=None,
                     help="seconds after which a run is cancelled and counted as a timeout "
                          "(default: 60; --quick: 30)")

@@ -76,6 +76,7 @@ from eddytools.db import (
     eddy_nodes,
     ensure_eddy,
     explain_json,
+    hybrid_settings,
     migration_settings,
     multiset,
     parallel_settings,
@@ -147,7 +148,8 @@ def settings_for(rng: random.Random, per_query: int) -> list[dict]:
     """``per_query`` settings, covering every routing policy once per 5;
     the reoptimization frequency, join method, lottery window,
     selection_min_cost, source schedule, state migration, state mode, a
-    forced spill, the parallel exchange and a random start drawn for each."""
+    forced spill, the parallel exchange, a random start and (in place of
+    join method auto, a third of the time) hybrid joins drawn for each."""
     out = []
     for k in range(per_query):
         out.append({"routing_policy": POLICIES[k % len(POLICIES)],
@@ -161,6 +163,7 @@ def settings_for(rng: random.Random, per_query: int) -> list[dict]:
         out[-1] |= spill_settings(f"{k}:{out[-1]}")
         out[-1] |= parallel_settings(f"{k}:{out[-1]}")
         out[-1] |= random_start_settings(f"{k}:{out[-1]}")
+        out[-1] |= hybrid_settings(f"{k}:{out[-1]}", str(out[-1]["join_method"]))
     return out
 
 
