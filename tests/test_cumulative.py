@@ -262,3 +262,31 @@ def test_bad_holds_are_refused(eddy_conn, value, detail):
         eddy_conn.execute(f"SET eddy.routing_hold = '{value}'")
     assert 'invalid value for parameter "eddy.routing_hold"' in str(e.value)
     assert detail in (e.value.diag.message_detail or "")
+
+
+def test_estimate_names_index_joined_relations(eddy_conn):
+    """The cumulative estimate names the relation a direction comes from by
+    its alias, an index-joined one too (it printed "?" for those)."""
+    eddy_conn.execute("""
+        CREATE TABLE nx (id int, b int);
+        INSERT INTO nx SELECT g, g % 200 FROM generate_series(1, 2000) g;
+        CREATE TABLE ny (id int PRIMARY KEY, c int);
+        INSERT INTO ny SELECT g, g % 50 FROM generate_series(0, 199) g;
+        CREATE TABLE nz (id int PRIMARY KEY, v int);
+        INSERT INTO nz SELECT g, g FROM generate_series(0, 49) g;
+        ANALYZE nx; ANALYZE ny; ANALYZE nz;
+    """)
+    # ny first in FROM: an index-joined relation is the first source
+    query = ("SELECT count(*) FROM ny y JOIN nx x ON y.id = x.b "
+             "JOIN nz z ON z.id = y.c WHERE x.id % 3 <> 0")
+    eddy = explain_eddy(eddy_conn, query, routing_policy="cumulative", join_method="index")
+    kinds = [op["Operator Type"] for op in eddy["Operators"]]
+    assert kinds.count("Index Join") == 2, kinds
+    names = set()
+    for op in eddy["Operators"]:
+        if "Cumulative Estimate" in op:
+            for part in op["Cumulative Estimate"].split(", "):
+                _, rel, _ = part.split(" ")
+                names.add(rel)
+    assert names and names <= {"x", "y", "z"}, names
+    assert "y" in names, names

@@ -56,7 +56,7 @@ typedef struct EddyJoinSpec EddyJoinSpec;
 struct EddySource
 {
 	EddySourceMethod method;
-	char	   *name;			/* scanned: the relation's alias, or NULL */
+	char	   *name;			/* the relation's alias (a scan: or NULL) */
 	int			first_col;		/* its column range in the wide tuple */
 	int			ncols;			/* ... the leading columns the eddy reads
 								 * (exec.c, narrow_sources), which rows hold */

@@ -186,7 +186,7 @@ EddySelectionPrivate(uint32 sources, List *prereqs, int expr_index,
 /* A source description (private.h); attnos is an integer List */
 List *
 EddySourcePrivate(EddySourceMethod method, int first_col, int ncols, int plan,
-				  Oid heapoid, List *attnos, double rows)
+				  Oid heapoid, List *attnos, double rows, const char *alias)
 {
 	Node	   *items[EddySourceNumItems];
 
@@ -197,6 +197,7 @@ EddySourcePrivate(EddySourceMethod method, int first_col, int ncols, int plan,
 	items[EddySourceHeapOid] = EddyPrivateOid(heapoid);
 	items[EddySourceHeapAttnos] = (Node *) EddyPrivateIntegers(attnos);
 	items[EddySourceEstRows] = (Node *) EddyPrivateFloat(rows);
+	items[EddySourceAlias] = (Node *) makeString(pstrdup(alias != NULL ? alias : ""));
 	return EddyPrivateList(items, EddySourceNumItems);
 }
 
@@ -208,7 +209,7 @@ static List *
 scan_source_private(Plan *source)
 {
 	return EddySourcePrivate(EDDY_SOURCE_SCAN, 0, list_length(source->targetlist),
-							 0, InvalidOid, NIL, source->plan_rows);
+							 0, InvalidOid, NIL, source->plan_rows, NULL);
 }
 
 static Plan *

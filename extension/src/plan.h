@@ -26,7 +26,7 @@ extern Node *EddyPrivateOid(Oid oid);
 extern Node *EddyPrivateFloat(double v);
 extern List *EddySourcePrivate(EddySourceMethod method, int first_col,
 							   int ncols, int plan, Oid heapoid, List *attnos,
-							   double rows);
+							   double rows, const char *alias);
 extern List *EddySelectionPrivate(uint32 sources, List *prereqs, int expr_index,
 								  Selectivity est_sel, Cost est_cost);
 extern Plan *EddyMakeCustomScan(CustomPath *best_path, List *tlist,

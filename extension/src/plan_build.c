@@ -210,7 +210,7 @@ make_sources(PlannerInfo *root, EddyJoinPath *jp, List *custom_plans,
 			}
 			source = EddySourcePrivate(EDDY_SOURCE_SCAN, first_col,
 									list_length(child->targetlist), plan_i,
-									InvalidOid, NIL, scan_rows);
+									InvalidOid, NIL, scan_rows, NULL);
 			plan_i++;
 		}
 		else
@@ -238,7 +238,8 @@ make_sources(PlannerInfo *root, EddyJoinPath *jp, List *custom_plans,
 			source = EddySourcePrivate(EDDY_SOURCE_INDEX, first_col,
 									list_length(attnos), -1,
 									rte->relid, attnos,
-									Max(rel->tuples, rel->rows));
+									Max(rel->tuples, rel->rows),
+									rte->eref->aliasname);
 		}
 		sources = lappend(sources, source);
 	}

@@ -110,6 +110,8 @@ typedef enum EddySourcePrivateIndex
 								 * HeapOid): the heap attribute of each
 								 * column of its range; SCAN: NIL */
 	EddySourceEstRows,			/* Float: the planner's rows for the relation */
+	EddySourceAlias,			/* String: INDEX: the relation's alias (EXPLAIN;
+								 * a scan is named by its plan); SCAN: "" */
 	EddySourceNumItems
 } EddySourcePrivateIndex;
 

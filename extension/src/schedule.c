@@ -333,7 +333,9 @@ apply_source_list(EddyState *es, const char *setting, SourceListField field)
 		EddySource *src = &es->sources[i];
 		double		v;
 
-		if (!EddySourceListValue(setting, src->name, &v))
+		/* an index-joined relation is not read: no rate, delay or hold */
+		if (src->method != EDDY_SOURCE_SCAN ||
+			!EddySourceListValue(setting, src->name, &v))
 			continue;
 		switch (field)
 		{
