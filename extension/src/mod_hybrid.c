@@ -547,6 +547,25 @@ fetch_filters(EddyState *es, EddyHybridJoin *hy, TupleTableSlot *slot,
 	return true;
 }
 
+/*
+ * The next row the lookup begun fetches that passes fetch_filters (its
+ * selections in *done), in T's heap slot, or NULL; counted.
+ */
+static TupleTableSlot *
+next_fetched(EddyState *es, EddyHybridJoin *hy, uint64 *done)
+{
+	TupleTableSlot *slot;
+
+	while ((slot = EddyIndexJoinProbeNext(es, hy->index)) != NULL)
+	{
+		hy->fetched++;
+		if (fetch_filters(es, hy, slot, done))
+			return slot;
+		hy->fetched_filtered++;
+	}
+	return NULL;
+}
+
 /* Are two rows of T the same to the eddy (every column it reads)? */
 static bool
 rows_equal(EddySource *src, EddyRow *a, EddyRow *b)
@@ -577,6 +596,7 @@ lookup(EddyState *es, EddyHybridJoin *hy, EddyTuple *r, Datum *keys, uint32 hash
 	Stair	   *stem = hy->hj.stair[1];
 	MemoryContext mcxt = GetMemoryChunkContext(hy);
 	TupleTableSlot *slot;
+	uint64		done;
 	Datum	   *ckeys;
 	int			nhave = 0;
 	double		start = eddy_now_ns();
@@ -614,22 +634,15 @@ lookup(EddyState *es, EddyHybridJoin *hy, EddyTuple *r, Datum *keys, uint32 hash
 	}
 
 	EddyIndexJoinProbeBegin(es, hy->index, keys);
-	while ((slot = EddyIndexJoinProbeNext(es, hy->index)) != NULL)
+	while ((slot = next_fetched(es, hy, &done)) != NULL)
 	{
 		EddyRow    *row;
 		EddyTuple  *t;
 		EddyTuple  *view;
 		void	   *payload;
-		uint64		done;
 		Datum	   *tkeys;
 		int			i;
 
-		hy->fetched++;
-		if (!fetch_filters(es, hy, slot, &done))
-		{
-			hy->fetched_filtered++;
-			continue;
-		}
 		row = EddyRowFromHeapSlot(es, src, slot);
 		for (i = 0; i < nhave; i++)
 		{
@@ -706,18 +719,12 @@ fetch_uncached(EddyState *es, EddyHybridJoin *hy, EddyFrame *f)
 	int			x = hy->hj.ends.rel[1];
 	EddySource *src = &es->sources[x];
 	TupleTableSlot *slot;
+	uint64		done;
 
-	while ((slot = EddyIndexJoinProbeNext(es, hy->index)) != NULL)
+	if ((slot = next_fetched(es, hy, &done)) != NULL)
 	{
 		EddyTuple  *t;
-		uint64		done;
 
-		hy->fetched++;
-		if (!fetch_filters(es, hy, slot, &done))
-		{
-			hy->fetched_filtered++;
-			continue;
-		}
 		/*
 		 * T's row borrows the heap slot, as an index join's: the loop copies
 		 * what it keeps before the next fetch
