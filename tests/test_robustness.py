@@ -12,6 +12,7 @@ import csv
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -197,6 +198,31 @@ def test_a_different_answer_is_an_error():
     assert len(res.errors) == 2
     assert "digest bbbb" in res.errors[1] or "digest bbbb" in res.errors[0]
     assert any("boom" in e for e in res.errors)
+
+
+def test_run_to_run_spread():
+    """run_spread: a mode's slowest run over its fastest (PostgreSQL's over
+    its off and A/A runs together); unknown (None) with one run, or with a
+    timeout or an error among them; the report counts the queries within
+    1.3x."""
+    runs = [rb.Run("m01", "on", r, s, 1, "d") for r, s in enumerate((1.0, 1.2, 0.8))]
+    runs += [rb.Run("m01", "off", 0, 2.0, 1, "d"), rb.Run("m01", "aa", 0, 2.2, 1, "d")]
+    assert rb.run_spread(runs, ("on",)) == pytest.approx(1.5)
+    assert rb.run_spread(runs, ("off", "aa")) == pytest.approx(1.1)
+    assert rb.run_spread(runs[:1], ("on",)) is None
+    timed_out = [*runs, rb.Run("m01", "on", 3, None, None, None, timeout=True)]
+    assert rb.run_spread(timed_out, ("on",)) is None
+
+    res = rb.Result(settings={"rounds": 3})
+    def row(query: str, on: float, off: float) -> rb.SummaryRow:
+        fields: dict[str, Any] = dict.fromkeys(rb.SummaryRow.__dataclass_fields__)
+        fields |= {"query": query, "eddy_nodes": 1, "on_run_spread": on, "off_run_spread": off}
+        return rb.SummaryRow(**fields)
+
+    res.summary = [row("m01", 1.5, 1.1), row("m02", 1.2, 1.4)]
+    text = rb.run_to_run_report(res)
+    assert "within 1.3x of its fastest on 1 of 2 queries (worst m01: 1.50x)" in text
+    assert "within it on 1 of 2" in text
 
 
 def test_random_starts_and_forced_orders(quick_run, server_dsn, tmp_path):

@@ -45,7 +45,12 @@ each round, its median and a bootstrap 95% interval over the rounds
 that finished in every round in both modes, the geometric mean of the
 paired ratios per round, its median and bootstrap interval
 (geomean_bootstrap_ci), for all of them and for those with an Eddy in the
-plan; the A/A geometric mean beside it.
+plan; the A/A geometric mean beside it.  Run to run (issue 48's goal: the
+eddy's slowest of 10 runs within 1.3x of its fastest): per query, the
+slowest of the eddy's runs over its fastest, one run a round, and the
+same for PostgreSQL's plan over its off and A/A runs (summary.csv's
+on_run_spread, off_run_spread; summary.md with more than one round).
+`--rounds 10` measures the goal.
 
 Random initial plans (--random-starts N, default 5; none under --quick
 unless given): in every round each query also runs N times with the eddy
@@ -139,6 +144,8 @@ class SummaryRow:
     rounds: int                      # rounds with both on and off
     timeouts_on: int
     timeouts_off: int
+    on_run_spread: float | None      # run to run: the eddy's slowest run / its fastest
+    off_run_spread: float | None     # the same for PostgreSQL's plan (off and aa)
     rows: int | None
     digest: str | None
     reasons: str
@@ -412,6 +419,8 @@ def summarize(result: Result, queries: list[misest.Query], args: argparse.Namesp
             aa_ratio=aa.estimate, aa_low=aa.low, aa_high=aa.high, rounds=ci.rounds,
             timeouts_on=sum(r.timeout for r in mine if r.mode == "on"),
             timeouts_off=sum(r.timeout for r in mine if r.mode in ("off", "aa")),
+            on_run_spread=run_spread(mine, ("on",)),
+            off_run_spread=run_spread(mine, ("off", "aa")),
             rows=ref.rows if ref else None, digest=ref.digest if ref else None,
             reasons=" | ".join(p.reasons),
             errors=" | ".join(sorted({f"{r.mode}: {r.error}" for r in mine if r.error}))))
@@ -420,6 +429,17 @@ def summarize(result: Result, queries: list[misest.Query], args: argparse.Namesp
                      totals_of("eddy", [r for r in rows if r.eddy_nodes], result, args)]
     result.spread = [spread_of(result, q, args, r) for q, r in zip(queries, rows, strict=True)
                      ] if args.random_starts else []
+
+
+def run_spread(runs: list[Run], modes: tuple[str, ...]) -> float | None:
+    """Run to run: the slowest of a mode's timed runs over its fastest
+    (None with fewer than two runs, or a timeout or an error among them:
+    the spread is then unknown, not small)."""
+    mine = [r for r in runs if r.mode in modes]
+    secs = [r.seconds for r in mine if r.seconds is not None]
+    if len(secs) < 2 or len(secs) < len(mine) or min(secs) <= 0:
+        return None
+    return max(secs) / min(secs)
 
 
 def spread_of(result: Result, q: misest.Query, args: argparse.Namespace,
@@ -503,10 +523,37 @@ def report(result: Result) -> str:
             f"{num(r.on_ms)} | {interval(r.ratio, r.ratio_low, r.ratio_high)} | "
             f"{interval(r.aa_ratio, r.aa_low, r.aa_high)} | {r.timeouts_on}/{r.timeouts_off} | "
             f"{why} |")
+    if result.settings["rounds"] > 1:
+        lines += ["", run_to_run_report(result)]
     if result.spread:
         lines += ["", spread_report(result)]
     if result.errors:
         lines += ["", f"{len(result.errors)} error(s): see results.json"]
+    return "\n".join(lines)
+
+
+RUN_TO_RUN_GOAL = 1.3               # issue 48: the eddy's slowest run / its fastest
+
+
+def run_to_run_report(result: Result) -> str:
+    """Run to run: per query, the eddy's slowest run over its fastest, and
+    PostgreSQL's (its off and A/A runs, twice as many) beside it."""
+    rows = [r for r in result.summary if r.on_run_spread is not None]
+    within = [r for r in rows if r.on_run_spread <= RUN_TO_RUN_GOAL]
+    pg = [r for r in result.summary if r.off_run_spread is not None]
+    pg_within = [r for r in pg if r.off_run_spread <= RUN_TO_RUN_GOAL]
+    rounds = result.settings["rounds"]
+    worst = max(rows, key=lambda r: r.on_run_spread, default=None)
+    lines = [f"Run to run: the eddy's slowest of its {rounds} runs within "
+             f"{RUN_TO_RUN_GOAL:g}x of its fastest on {len(within)} of {len(rows)} queries"
+             + (f" (worst {worst.query}: {worst.on_run_spread:.2f}x)" if worst else "")
+             + f"; PostgreSQL's plan, slowest of {2 * rounds} runs (off and A/A), within it "
+             f"on {len(pg_within)} of {len(pg)}.  Each run in a fresh connection.", "",
+             "| query | eddies | eddy slowest/fastest | PG slowest/fastest |",
+             "|---|---|---|---|"]
+    for r in result.summary:
+        lines.append(f"| {r.query} | {r.eddy_nodes} | {num(r.on_run_spread, '.2f')} | "
+                     f"{num(r.off_run_spread, '.2f')} |")
     return "\n".join(lines)
 
 
