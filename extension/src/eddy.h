@@ -196,6 +196,7 @@ extern bool eddy_static_shj;
 extern bool eddy_filter_before_store;
 extern int	eddy_hybrid_route;
 extern int	eddy_hybrid_cache;		/* EddyHybridCache */
+extern int	eddy_index_cache;		/* EddyHybridCache: an index join's lookup cache */
 extern int	eddy_debug_index_delay;
 extern int	eddy_parallel_exchange;	/* EddyExchangeSetting */
 extern int	eddy_join_method;

@@ -25,6 +25,7 @@ bool		eddy_static_shj = false;
 bool		eddy_filter_before_store = true;
 int			eddy_hybrid_route = EDDY_HYBRID_AUTO;
 int			eddy_hybrid_cache = EDDY_HYBRID_CACHE_AUTO;
+int			eddy_index_cache = EDDY_HYBRID_CACHE_AUTO;
 int			eddy_debug_index_delay = 0;
 int			eddy_parallel_exchange = EDDY_EXCHANGE_AUTO;
 int			eddy_join_method = EDDY_JOIN_AUTO;
@@ -259,6 +260,20 @@ EddyGucInit(void)
 							 "on: always; off: never (each lookup is an index join's). "
 							 "Read when the node starts.",
 							 &eddy_hybrid_cache,
+							 EDDY_HYBRID_CACHE_AUTO,
+							 hybrid_cache_options,
+							 PGC_USERSET,
+							 0,
+							 NULL,
+							 NULL,
+							 NULL);
+
+	DefineCustomEnumVariable("eddy.index_cache",
+							 "Whether an index join keeps the matches of its lookups, and its selections' results on them, to answer later probes of the same key (as PostgreSQL's Memoize).",
+							 "auto: where the planner expects at least half the probes to repeat a key, until its first 4096 lookups hit less than a tenth of the time; "
+							 "on: always; off: never. At most work_mem x hash_mem_multiplier per join. "
+							 "Read when the node starts.",
+							 &eddy_index_cache,
 							 EDDY_HYBRID_CACHE_AUTO,
 							 hybrid_cache_options,
 							 PGC_USERSET,

@@ -66,6 +66,54 @@
  * selection that cannot be rewritten over the heap tuple (a system column,
  * a subplan) leaves the module without a chain.
  *
+ * The lookup cache (eddy.index_cache).  An inner index join keeps the
+ * matches of each lookup, keyed by the probe's keys, and answers a later
+ * probe of equal keys from them instead of the index, as PostgreSQL's
+ * Memoize does over an inner index scan (nodeMemoize.c), and as the SteMs
+ * paper's index cache does (Raman, Deshpande & Hellerstein, ICDE 2003,
+ * 3.3; mod_hybrid.c is that cache within a hybrid join).  A fact table
+ * probing a dimension through its foreign key repeats a few thousand keys
+ * hundreds of thousands of times; PostgreSQL's plan of the misestimation
+ * workload's m25 (issue 48) put a Memoize over product's index, 17,613
+ * misses for 235,216 probes, where the index join looked every probe up
+ * and ran product's two opaque functions on every match (720 ms against
+ * vanilla's 351 ms).  What is kept:
+ *	 - per key looked up (a STAIR of end 1 holding probe keys, compared by
+ *	   the join's operator, so only where both ends' key types are the
+ *	   same; the hash is end 0's, the probes' own), the matches after a
+ *	   lossy index's recheck, as rows in the cache's arena, in the order
+ *	   the index returned them;
+ *	 - per match, the results of the fetch chain's selections evaluated on
+ *	   it so far (known, passed).  While the cache is on, the chain takes
+ *	   every selection over end 1's relation alone, after those the routing
+ *	   chose, in PostgreSQL's order as they become eligible: a selection
+ *	   the routing would have placed after another join then runs at fetch,
+ *	   as PostgreSQL's inner scan filters, and its result is kept, so that
+ *	   a hit runs none (m25: the routing sent product's matches to the
+ *	   category join first once the join was cheap, and the opaque
+ *	   functions ran on 205,000 matches outside the cache).  A hit counts
+ *	   each selection it answers as the selection's visit, untimed.
+ * A key's entry is added when its lookup has returned its last match; a
+ * lookup abandoned before (a rescan) adds nothing.  Equal keys under the
+ * join's operator find the same matches (the index answers with that
+ * operator), and the probe's own columns come from the probe, so a hit
+ * returns what the index would.  Nothing volatile is kept: a volatile
+ * selection over the relation keeps the cache off.  A rescan drops the
+ * cache (a selection of the chain may read a parameter that changed).
+ * State migration's replay neither reads nor fills it.  Its memory is its
+ * own context, bounded by work_mem x hash_mem_multiplier as one of
+ * PostgreSQL's hash tables (Memoize's bound too); full, it adds no key
+ * and answers those it has.  Under auto it is on where the planner's
+ * distinct keys among end 0's rows (EddyJoinKeyDistinct) say at least
+ * MEMO_MIN_REPEAT of the probes repeat a key, and goes off for good, its
+ * memory freed, when its first MEMO_JUDGE_AFTER lookups hit less than
+ * MEMO_MIN_HITS of the time (the planner was wrong, or the keys repeat
+ * only from far apart); on keeps it on, off never starts it.  EXPLAIN
+ * ANALYZE: "Index Cache: H hits, M misses, R selection results reused,
+ * K kB", and when it went off or filled.  A hybrid join's own index
+ * module (mod_hybrid.c) probes through EddyIndexJoinProbeBegin/Next, which
+ * the cache does not touch.
+ *
  * A timed probe (one tuple in EDDY_COST_SAMPLE_INTERVAL, exec.c) is timed
  * through its last fetch, not only its index_rescan: the heap fetches are
  * most of an index join's cost (a page read for every match of a cold
@@ -97,8 +145,35 @@
 #include "miscadmin.h"
 #include "storage/bufmgr.h"
 #include "storage/predicate.h"
+#include "optimizer/optimizer.h"
 #include "utils/lsyscache.h"
 #include "utils/ruleutils.h"
+
+/*
+ * The lookup cache: a probe key's matches (after a lossy index's recheck,
+ * before the fetch chain), each with the results of the chain's
+ * selections evaluated on it so far.
+ */
+typedef struct EddyMemoRow
+{
+	struct EddyMemoRow *next;
+	EddyRow    *row;			/* in the cache's arena */
+	uint64		known;			/* chain selections evaluated on it ... */
+	uint64		passed;			/* ... and those it passed */
+} EddyMemoRow;
+
+typedef struct EddyMemoEntry
+{
+	EddyMemoRow *head;
+	EddyMemoRow *tail;
+} EddyMemoEntry;
+
+/* eddy.index_cache = auto: on where the planner expects this share of
+ * probes to repeat a key; off when, after MEMO_JUDGE_AFTER lookups, fewer
+ * than MEMO_MIN_HITS of them hit */
+#define MEMO_MIN_REPEAT		0.5
+#define MEMO_JUDGE_AFTER	4096
+#define MEMO_MIN_HITS		0.1
 
 typedef struct EddyIndexJoin
 {
@@ -133,6 +208,31 @@ typedef struct EddyIndexJoin
 	uint64		chain_done;
 	uint64		chain_generation;	/* the router's generation it is of */
 	uint64		chain_dropped;	/* matches it dropped (EXPLAIN ANALYZE) */
+
+	/* the lookup cache ("The lookup cache" above) */
+	bool		memo_wanted;	/* eddy.index_cache and the planner allow it */
+	bool		memo_auto;		/* eddy.index_cache = auto (judge_memo) */
+	bool		memo_off;		/* turned off, or never on */
+	MemoryContext memo_cxt;		/* everything it keeps, freed when it goes off */
+	EddyArena	memo_arena;
+	Stair	   *memo;			/* probe keys looked up, payload EddyMemoEntry */
+	Size		memo_limit;		/* bytes: work_mem x hash_mem_multiplier */
+	bool		memo_full;		/* no key is added any more */
+	EddyMemoEntry *memo_building;	/* the lookup under way (a miss), or NULL */
+	uint32		memo_build_hash;	/* ... its keys' hash */
+	Datum	   *memo_build_keys;	/* ... and its keys, in the arena */
+	EddyMemoRow *memo_next;		/* a hit under way: its next row, or NULL */
+	bool		memo_hit;		/* the frame reads the cache, not the index */
+	TupleTableSlot *memo_slot;	/* virtual, of the relation's shape: the
+								 * fetch chain reads a kept row here */
+	double		est_repeat;		/* the planner's share of probes whose keys an
+								 * earlier probe had (EddyJoinKeyDistinct) */
+	uint64		memo_lookups;	/* probes looked up in the cache ... */
+	uint64		memo_hits;		/* ... answered by it */
+	uint64		memo_answers;	/* fetch-chain results read from it */
+	uint64		memo_off_at;	/* lookups when it went off (judge_memo) */
+	uint64		memo_full_at;	/* ... when it filled */
+	Size		memo_peak;		/* its peak bytes */
 } EddyIndexJoin;
 
 static EddyTuple *indexjoin_route(EddyState *es, EddyModule *m, int dir,
@@ -140,6 +240,8 @@ static EddyTuple *indexjoin_route(EddyState *es, EddyModule *m, int dir,
 static EddyTuple *indexjoin_next(EddyState *es, EddyFrame *f);
 static EddyTuple *indexjoin_fetch(EddyState *es, EddyIndexJoin *ij, EddyTuple *t);
 static void indexjoin_end(EddyState *es, EddyModule *m);
+static void indexjoin_rescan(EddyState *es, EddyModule *m);
+static bool memo_lookup(EddyState *es, EddyIndexJoin *ij, Datum *keys);
 static bool index_only_possible(EddyIndexJoin *ij, EddySource *src);
 static void indexjoin_explain(EddyState *es, EddyModule *m, List *context,
 							  bool useprefix, ExplainState *xs);
@@ -149,7 +251,8 @@ static const EddyModuleMethods indexjoin_methods = {
 	.joins = true,
 	.route = indexjoin_route,
 	.next = indexjoin_next,
-	.rescan = NULL,				/* each probe rescans the index */
+	.rescan = indexjoin_rescan, /* each probe rescans the index; the lookup
+								 * cache is dropped */
 	.end = indexjoin_end,
 	.explain = indexjoin_explain,
 };
@@ -186,6 +289,19 @@ EddyIndexJoinBegin(EddyState *es, List *desc, int index)
 	}
 	ij->index = index_open(ij->indexoid, AccessShareLock);
 	ij->skeys = palloc0(sizeof(ScanKeyData) * Max(ends->nkeys, 1));
+	/* the lookup cache: an inner join's, keyed as end 1 (same types) */
+	ij->memo_wanted = ij->jointype == JOIN_INNER && ends->nkeys > 0 &&
+		eddy_index_cache != EDDY_HYBRID_CACHE_OFF;
+	ij->memo_auto = eddy_index_cache == EDDY_HYBRID_CACHE_AUTO;
+	ij->memo_off = true;		/* until its first lookup (indexjoin_route) */
+	{
+		double		distinct = floatVal(list_nth(desc, EddyJoinKeyDistinct));
+		double		rows = Max(ends->est_rows[0], 1.0);
+
+		ij->est_repeat = distinct > 0 ? Min(Max(1.0 - distinct / rows, 0.0), 1.0) : 0.0;
+		if (eddy_index_cache == EDDY_HYBRID_CACHE_AUTO && ij->est_repeat < MEMO_MIN_REPEAT)
+			ij->memo_wanted = false;
+	}
 	for (k = 0; k < ends->nkeys; k++)
 	{
 		/* the plan orients operators end 0 (outer) on the left: commute */
@@ -200,6 +316,9 @@ EddyIndexJoinBegin(EddyState *es, List *desc, int index)
 			elog(ERROR, "eddy: no commutator for an index join operator");
 		get_op_opfamily_properties(opno, opfamily, false, &strategy, &lefttype,
 								   &righttype);
+		/* the cache compares probe keys with probe keys by this operator */
+		if (lefttype != righttype)
+			ij->memo_wanted = false;
 		ScanKeyEntryInitialize(&ij->skeys[k], 0, col, strategy, righttype,
 							   ends->keys.collations[k], get_opcode(opno), (Datum) 0);
 	}
@@ -307,6 +426,9 @@ EddyIndexJoinBeginChain(EddyState *es, EddyModule *m)
 		expr = EddyRewriteForSource((Node *) sel->expr, src, NIL, true);
 		if (expr == NULL)
 			return;
+		/* a volatile selection's results cannot be kept */
+		if (contain_volatile_functions(expr))
+			ij->memo_wanted = false;
 		if (preds == NULL)
 			preds = palloc0(sizeof(EddyPredicate) * es->nmodules);
 		preds[j].qual = ExecInitQual(list_make1(expr), &es->css.ss.ps);
@@ -327,14 +449,33 @@ EddyIndexJoinBeginChain(EddyState *es, EddyModule *m)
 			m->stats[0].prior_ratio *= es->modules[j]->stats[0].prior_ratio;
 }
 
+/* A kept row's columns in the cache's slot, of the relation's shape */
+static TupleTableSlot *
+memo_slot_of(EddyIndexJoin *ij, EddySource *src, EddyRow *row)
+{
+	TupleTableSlot *slot = ij->memo_slot;
+	int			c;
+
+	ExecClearTuple(slot);
+	for (c = 0; c < src->ncols; c++)
+	{
+		slot->tts_values[src->attnos[c] - 1] = row->values[c];
+		slot->tts_isnull[src->attnos[c] - 1] = row->isnull[c];
+	}
+	return ExecStoreVirtualTuple(slot);
+}
+
 /*
- * A match on the heap slot enters routing here, where the fetch chain
- * evaluates it (above).  False if a selection dropped it; else *done holds
- * the selections it passed and the main loop routes it on.
+ * A match enters routing here, where the fetch chain evaluates it (above):
+ * a match fetched, on the heap slot, or one the lookup cache kept (mr,
+ * heapslot NULL), whose results of the chain's selections are read from
+ * the cache where they are known.  A match being kept (mr and the heap
+ * slot) has its results recorded.  False if a selection dropped it; else
+ * *done holds the selections it passed and the main loop routes it on.
  */
 static bool
 fetch_chain(EddyState *es, EddyIndexJoin *ij, EddyTuple *t,
-			TupleTableSlot *heapslot, uint64 *done)
+			TupleTableSlot *heapslot, EddyMemoRow *mr, uint64 *done)
 {
 	EddyRouter *router = &es->router;
 	ExprContext *econtext = es->css.ss.ps.ps_ExprContext;
@@ -360,6 +501,34 @@ fetch_chain(EddyState *es, EddyIndexJoin *ij, EddyTuple *t,
 			ij->chain[ij->chain_len++] = target;
 			d |= UINT64CONST(1) << es->targets[target].module;
 		}
+		if (ij->memo_cxt != NULL)
+		{
+			/*
+			 * With the lookup cache, every selection over end 1 alone runs
+			 * here, after those the routing chose, in PostgreSQL's order as
+			 * they become eligible: the cache keeps their results, so that
+			 * a hit runs none ("The lookup cache" above).
+			 */
+			bool		added;
+
+			do
+			{
+				added = false;
+				for (target = 0; target < es->ntargets; target++)
+				{
+					EddyRouteTarget *tg = &es->targets[target];
+
+					if (ij->chain_preds[tg->module].qual != NULL &&
+						EddyRouteTargetEligible(tg, spans, d))
+					{
+						Assert(ij->chain_len < es->nmodules);
+						ij->chain[ij->chain_len++] = target;
+						d |= UINT64CONST(1) << tg->module;
+						added = true;
+					}
+				}
+			} while (added);
+		}
 		ij->chain_spans = spans;
 		ij->chain_done = t->done | (UINT64CONST(1) << ij->module.index);
 		ij->chain_generation = router->generation;
@@ -371,9 +540,33 @@ fetch_chain(EddyState *es, EddyIndexJoin *ij, EddyTuple *t,
 		for (k = 0; k < ij->chain_len; k++)
 		{
 			EddyRouteTarget *tg = &es->targets[ij->chain[k]];
+			uint64		bit = UINT64CONST(1) << tg->module;
+			bool		pass;
 
-			if (!EddyLocalFilterPerTuple(tg, &ij->chain_preds[tg->module],
-										 econtext, timed))
+			if (mr != NULL && (mr->known & bit) != 0)
+			{
+				/* answered by the cache: counted, not timed */
+				pass = (mr->passed & bit) != 0;
+				tg->stats->in++;
+				if (pass)
+					tg->stats->out++;
+				ij->memo_answers++;
+			}
+			else
+			{
+				if (econtext->ecxt_scantuple == NULL)
+					econtext->ecxt_scantuple =
+						memo_slot_of(ij, &es->sources[ij->ends.rel[1]], mr->row);
+				pass = EddyLocalFilterPerTuple(tg, &ij->chain_preds[tg->module],
+											   econtext, timed);
+				if (mr != NULL)
+				{
+					mr->known |= bit;
+					if (pass)
+						mr->passed |= bit;
+				}
+			}
+			if (!pass)
 			{
 				InstrCountFiltered1(&es->css, 1);
 				ij->module.stats[0].out++;	/* the join made it */
@@ -381,7 +574,7 @@ fetch_chain(EddyState *es, EddyIndexJoin *ij, EddyTuple *t,
 				ij->chain_dropped++;
 				return false;
 			}
-			*done |= UINT64CONST(1) << tg->module;
+			*done |= bit;
 		}
 	}
 	es->drain_started = true;
@@ -542,6 +735,17 @@ indexjoin_route(EddyState *es, EddyModule *m, int dir, EddyTuple *t)
 		/* a NULL key matches nothing */
 		return ij->jointype == JOIN_INNER ? NULL : semijoin_decide(es, ij, t, false);
 	}
+	ij->memo_hit = false;
+	ij->memo_building = NULL;
+	if (!ij->memo_off || ij->memo_wanted)
+	{
+		if (!es->replaying && memo_lookup(es, ij, keys))
+		{
+			/* a hit: the frame reads the cache */
+			EddyPushFrame(es, m, 0, t);
+			return NULL;
+		}
+	}
 	for (k = 0; k < ends->nkeys; k++)
 		ij->skeys[ij->skey_of_key[k]].sk_argument = keys[k];
 	EddyIndexLookupDelay();
@@ -644,6 +848,157 @@ next_match(EddyState *es, EddyIndexJoin *ij, EddySource *src)
 	return src->heapslot;
 }
 
+
+/* ----------------------------------------------------------------
+ *		The lookup cache
+ * ----------------------------------------------------------------
+ */
+
+/* Its first lookup: the context, the arena, the STAIR of keys */
+static void
+memo_start(EddyState *es, EddyIndexJoin *ij)
+{
+	TupleDesc	heapdesc = RelationGetDescr(es->sources[ij->ends.rel[1]].heap);
+	int			c;
+
+	ij->memo_cxt = AllocSetContextCreate(GetMemoryChunkContext(ij),
+										 "eddy index join cache",
+										 ALLOCSET_DEFAULT_SIZES);
+	EddyArenaInit(&ij->memo_arena, ij->memo_cxt);
+	/* end 1's STAIR of the join keys, holding probe keys (same types) */
+	ij->memo = StairCreateInArena(&ij->ends.keys, 1, &ij->memo_arena);
+	ij->memo_limit = get_hash_memory_limit();
+	ij->memo_full = false;
+	if (ij->memo_slot == NULL)
+	{
+		ij->memo_slot = MakeSingleTupleTableSlot(heapdesc, &TTSOpsVirtual);
+		for (c = 0; c < heapdesc->natts; c++)
+		{
+			ij->memo_slot->tts_values[c] = (Datum) 0;
+			ij->memo_slot->tts_isnull[c] = true;
+		}
+	}
+	ij->memo_off = false;
+	ij->chain_generation = UINT64_MAX;	/* the chain takes every selection */
+}
+
+/* Drop what it keeps; it starts again at the next lookup if still wanted */
+static void
+memo_drop(EddyIndexJoin *ij)
+{
+	if (ij->memo_cxt == NULL)
+		return;
+	EddyArenaReset(&ij->memo_arena);
+	MemoryContextDelete(ij->memo_cxt);
+	ij->memo_cxt = NULL;
+	ij->memo = NULL;
+	ij->memo_building = NULL;
+	ij->memo_next = NULL;
+	ij->memo_hit = false;
+	ij->memo_off = true;
+	ij->chain_generation = UINT64_MAX;	/* the routing's chain again */
+}
+
+static Size
+memo_bytes(EddyIndexJoin *ij)
+{
+	return ij->memo_arena.allocated + MemoryContextMemAllocated(ij->memo_cxt, true);
+}
+
+/*
+ * Look a probe's keys up.  True on a hit (memo_next is the first of its
+ * rows); else the lookup goes to the index, and a new entry collects its
+ * matches unless the cache is full.  Under eddy.index_cache = auto, the
+ * cache goes off for good when its first MEMO_JUDGE_AFTER lookups hit
+ * less than MEMO_MIN_HITS of the time.
+ */
+static bool
+memo_lookup(EddyState *es, EddyIndexJoin *ij, Datum *keys)
+{
+	EddyJoinSpec *ends = &ij->ends;
+	EddyMemoEntry *e;
+	uint32		hash;
+	int			k;
+
+	if (ij->memo_off)
+		memo_start(es, ij);
+	if (!StairKeysHash(&ends->keys, 0, keys, NULL, &hash))
+		return false;
+	if (ij->memo_auto && ij->memo_lookups == MEMO_JUDGE_AFTER &&
+		(double) ij->memo_hits < MEMO_MIN_HITS * (double) ij->memo_lookups)
+	{
+		/* judged after its first MEMO_JUDGE_AFTER lookups: off for good */
+		ij->memo_off_at = ij->memo_lookups;
+		ij->memo_peak = Max(ij->memo_peak, memo_bytes(ij));
+		memo_drop(ij);
+		ij->memo_wanted = false;
+		return false;
+	}
+	ij->memo_lookups++;
+	if (ij->memo->nentries > 0 && !StairHashAbsent(ij->memo, hash))
+	{
+		StairProbe	sp;
+
+		StairProbeBegin(&sp, ij->memo, hash, keys);
+		if ((e = StairProbeNext(&sp)) != NULL)
+		{
+			ij->memo_hits++;
+			ij->memo_hit = true;
+			ij->memo_next = e->head;
+			return true;
+		}
+	}
+	if (ij->memo_full)
+		return false;
+	e = EddyArenaAlloc(&ij->memo_arena, sizeof(EddyMemoEntry));
+	e->head = e->tail = NULL;
+	ij->memo_building = e;
+	ij->memo_build_hash = hash;
+	ij->memo_build_keys = EddyArenaAlloc(&ij->memo_arena, sizeof(Datum) * ends->nkeys);
+	for (k = 0; k < ends->nkeys; k++)
+		ij->memo_build_keys[k] = EddyArenaDatumCopy(&ij->memo_arena, keys[k],
+													ends->keybyval[0][k],
+													ends->keylen[0][k]);
+	return false;
+}
+
+/* Keep a match of the lookup under way (its row, in the cache's arena) */
+static EddyMemoRow *
+memo_keep(EddyIndexJoin *ij, EddySource *src, EddyRow *row)
+{
+	EddyMemoEntry *e = ij->memo_building;
+	EddyMemoRow *mr = EddyArenaAlloc(&ij->memo_arena, sizeof(EddyMemoRow));
+
+	mr->next = NULL;
+	mr->row = EddyRowMake(&ij->memo_arena, src, row->values, row->isnull, false);
+	mr->known = 0;
+	mr->passed = 0;
+	if (e->tail == NULL)
+		e->head = mr;
+	else
+		e->tail->next = mr;
+	e->tail = mr;
+	return mr;
+}
+
+/* The lookup under way found every match: its keys answer from now on */
+static void
+memo_finish(EddyIndexJoin *ij)
+{
+	Size		bytes;
+
+	StairInsert(ij->memo, ij->memo_build_hash, ij->memo_build_keys,
+				ij->memo_building);
+	ij->memo_building = NULL;
+	bytes = memo_bytes(ij);
+	ij->memo_peak = Max(ij->memo_peak, bytes);
+	if (bytes > ij->memo_limit)
+	{
+		ij->memo_full = true;
+		ij->memo_full_at = ij->memo_lookups;
+	}
+}
+
 /* The next heap tuple the module's index scan finds, joined with t, or NULL */
 static EddyTuple *
 indexjoin_fetch(EddyState *es, EddyIndexJoin *ij, EddyTuple *t)
@@ -651,26 +1006,52 @@ indexjoin_fetch(EddyState *es, EddyIndexJoin *ij, EddyTuple *t)
 	EddyJoinSpec *ends = &ij->ends;
 	EddySource *src = &es->sources[ends->rel[1]];
 	TupleTableSlot *heapslot;
+	bool		chain = ij->chain_preds != NULL && !es->replaying;
 
+	if (ij->memo_hit)
+	{
+		EddyMemoRow *mr;
+
+		/* a hit: the rows the cache kept for the keys */
+		while ((mr = ij->memo_next) != NULL)
+		{
+			EddyTuple  *r;
+			uint64		chain_done = 0;
+
+			CHECK_FOR_INTERRUPTS();
+			ij->memo_next = mr->next;
+			if (chain && !fetch_chain(es, ij, t, NULL, mr, &chain_done))
+				continue;
+			r = joined(es, &ij->module, t, ends->rel[1], EddyRowBorrow(es, src, mr->row));
+			r->done |= chain_done;
+			return r;
+		}
+		return NULL;
+	}
 	while ((heapslot = next_match(es, ij, src)) != NULL)
 	{
 		EddyTuple  *r;
+		EddyRow    *row;
+		EddyMemoRow *mr = NULL;
 		uint64		chain_done = 0;
 
 		CHECK_FOR_INTERRUPTS();
 		if (ij->scan->xs_recheck && !keys_match(ij, src, heapslot))
 			continue;
-		if (ij->chain_preds != NULL && !es->replaying &&
-			!fetch_chain(es, ij, t, heapslot, &chain_done))
+		row = EddyRowFromHeapSlot(es, src, heapslot);
+		if (ij->memo_building != NULL)
+			mr = memo_keep(ij, src, row);
+		if (chain && !fetch_chain(es, ij, t, heapslot, mr, &chain_done))
 			continue;
-		r = joined(es, &ij->module, t, ends->rel[1],
-				   EddyRowFromHeapSlot(es, src, heapslot));
+		r = joined(es, &ij->module, t, ends->rel[1], row);
 		/* semi/anti: the module is done once it decides (semijoin_decide) */
 		if (ij->jointype != JOIN_INNER)
 			r->done = t->done;
 		r->done |= chain_done;
 		return r;
 	}
+	if (ij->memo_building != NULL)
+		memo_finish(ij);
 	return NULL;
 }
 
@@ -688,6 +1069,23 @@ indexjoin_end(EddyState *es, EddyModule *m)
 	index_close(ij->index, AccessShareLock);
 	if (ij->ioslot != NULL)
 		ExecDropSingleTupleTableSlot(ij->ioslot);
+	memo_drop(ij);
+	if (ij->memo_slot != NULL)
+		ExecDropSingleTupleTableSlot(ij->memo_slot);
+}
+
+/*
+ * A rescan drops the lookup cache: a selection of its fetch chain may read
+ * a parameter that has changed.  It starts again at the next lookup.
+ */
+static void
+indexjoin_rescan(EddyState *es, EddyModule *m)
+{
+	EddyIndexJoin *ij = (EddyIndexJoin *) m;
+
+	if (ij->memo_cxt != NULL)
+		ij->memo_peak = Max(ij->memo_peak, memo_bytes(ij));
+	memo_drop(ij);
 }
 
 static void
@@ -745,6 +1143,40 @@ indexjoin_explain(EddyState *es, EddyModule *m, List *context, bool useprefix,
 			EddyExplainLine(xs, "  Dropped at Fetch: " UINT64_FORMAT, ij->chain_dropped);
 		else
 			ExplainPropertyUInteger("Dropped at Fetch", NULL, ij->chain_dropped, xs);
+	}
+	if (ij->memo_lookups > 0)
+	{
+		Size		peak = ij->memo_peak;
+
+		if (ij->memo_cxt != NULL)
+			peak = Max(peak, memo_bytes(ij));
+		if (xs->format == EXPLAIN_FORMAT_TEXT)
+		{
+			StringInfoData buf;
+
+			initStringInfo(&buf);
+			appendStringInfo(&buf, "  Index Cache: " UINT64_FORMAT " hits, " UINT64_FORMAT
+							 " misses, " UINT64_FORMAT " selection results reused, %zu kB",
+							 ij->memo_hits, ij->memo_lookups - ij->memo_hits,
+							 ij->memo_answers, (peak + 1023) / 1024);
+			if (ij->memo_off_at > 0)
+				appendStringInfo(&buf, "; off after " UINT64_FORMAT " lookups",
+								 ij->memo_off_at);
+			if (ij->memo_full_at > 0)
+				appendStringInfo(&buf, "; full after " UINT64_FORMAT " lookups",
+								 ij->memo_full_at);
+			EddyExplainLine(xs, "%s", buf.data);
+		}
+		else
+		{
+			ExplainPropertyUInteger("Index Cache Hits", NULL, ij->memo_hits, xs);
+			ExplainPropertyUInteger("Index Cache Misses", NULL,
+									ij->memo_lookups - ij->memo_hits, xs);
+			ExplainPropertyUInteger("Index Cache Results Reused", NULL, ij->memo_answers, xs);
+			ExplainPropertyUInteger("Index Cache Memory", "kB", (peak + 1023) / 1024, xs);
+			ExplainPropertyUInteger("Index Cache Off After Lookups", NULL, ij->memo_off_at, xs);
+			ExplainPropertyUInteger("Index Cache Full After Lookups", NULL, ij->memo_full_at, xs);
+		}
 	}
 }
 

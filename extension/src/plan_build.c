@@ -673,9 +673,12 @@ make_join_modules(PlannerInfo *root, EddyJoinPath *jp, List **scan_quals,
 		items[EddyJoinIndexOnly] =
 			(Node *) makeInteger(index_join && !hybrid &&
 								 index_join_index_only(jp, e, side1) ? 1 : 0);
-		/* how often end 0's keys repeat: does a hybrid's index cache pay? */
+		/*
+		 * How often end 0's keys repeat: does a hybrid's index cache pay,
+		 * or an index join's lookup cache (mod_indexjoin.c)?
+		 */
 		items[EddyJoinKeyDistinct] =
-			EddyPrivateFloat(hybrid && keyexprs0 != NIL ?
+			EddyPrivateFloat((hybrid || index_join) && keyexprs0 != NIL ?
 							 estimate_num_groups(root, keyexprs0,
 												 Max(jp->rels[side0]->rows, 1.0),
 												 NULL, NULL) : 0.0);

@@ -195,10 +195,10 @@ typedef enum EddyJoinPrivateIndex
 								 * clauses end 1's scan keeps (Exprs over
 								 * the relation's Vars, opfuncids set), run
 								 * on each row its index fetches; else NIL */
-	EddyJoinKeyDistinct,		/* Float: HYBRID_JOIN: the planner's distinct
-								 * values of end 0's keys among its
-								 * relation's rows (estimate_num_groups), for
-								 * the index cache's judgement; else 0 */
+	EddyJoinKeyDistinct,		/* Float: HYBRID_JOIN and INDEX_JOIN: the
+								 * planner's distinct values of end 0's keys
+								 * among its rows (estimate_num_groups), for
+								 * the index caches' judgement; else 0 */
 	EddyJoinNumItems
 } EddyJoinPrivateIndex;
 

@@ -962,15 +962,6 @@ EddyRouterRelease(EddyRouter *router)
 	router->released_at = EddyRouterRouted(router);
 }
 
-/* May target t take a tuple of signature (spans, done)? */
-static inline bool
-target_eligible(EddyRouteTarget *t, uint32 spans, uint64 done)
-{
-	return (done & (UINT64CONST(1) << t->module)) == 0 &&
-		(t->need & ~spans) == 0 &&
-		(spans & ~t->allow) == 0 &&
-		(t->prereq & ~done) == 0;
-}
 
 /*
  * eddy.random_start: a 64-bit mix of a seed and a key (splitmix64's
@@ -1008,7 +999,7 @@ choose_target(EddyRouter *router, uint32 spans, uint64 done)
 	if (spans == router->all_sources && done == router->all_done)
 		return EDDY_ROUTE_OUTPUT;
 	for (i = 0; i < router->ntargets; i++)
-		if (target_eligible(&router->targets[i], spans, done))
+		if (EddyRouteTargetEligible(&router->targets[i], spans, done))
 			cand[n++] = i;
 	if (n == 0)
 		elog(ERROR, "eddy: no module can take a tuple spanning %x with modules %llx done",

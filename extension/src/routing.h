@@ -101,6 +101,16 @@ typedef struct EddyRouteTarget
 								 * Costs) */
 } EddyRouteTarget;
 
+/* May target t take a tuple of signature (spans, done)? */
+static inline bool
+EddyRouteTargetEligible(EddyRouteTarget *t, uint32 spans, uint64 done)
+{
+	return (done & (UINT64CONST(1) << t->module)) == 0 &&
+		(t->need & ~spans) == 0 &&
+		(spans & ~t->allow) == 0 &&
+		(t->prereq & ~done) == 0;
+}
+
 /* One run of the routing history: first choice and tuples routed under it */
 typedef struct EddyHistoryRun
 {

@@ -249,6 +249,24 @@ EddyRowFromHeapSlot(EddyState *es, EddySource *src, TupleTableSlot *slot)
 }
 
 /*
+ * A transient row of src whose values are those of `kept`, a row kept
+ * elsewhere for as long as the eddy runs (an index join's lookup cache,
+ * mod_indexjoin.c): the values are copied, by-reference ones still point
+ * into `kept`.  Transient, so that what a STAIR keeps of it is copied as
+ * of any other (EddyRowPersist), and `kept` is never written.
+ */
+EddyRow *
+EddyRowBorrow(EddyState *es, EddySource *src, EddyRow *kept)
+{
+	EddyRow    *row = row_alloc(&es->transient, src, sizeof(EddyRow *), 0);
+
+	row_persistent(row) = NULL;
+	memcpy(row->isnull, kept->isnull, sizeof(bool) * src->ncols);
+	memcpy(row->values, kept->values, sizeof(Datum) * src->ncols);
+	return row;
+}
+
+/*
  * Copy a transient row into state memory (EddyRowPersist: made once, then
  * shared), with the hashes computed so far.  When the state mode stamps
  * rows (es->stamp_rows: SteM mode, where only the driver, the source row

@@ -89,6 +89,7 @@ extern EddyRow *EddyRowMake(EddyArena *arena, EddySource *src, Datum *values,
 							bool *isnull, bool transient);
 extern EddyRow *EddyRowFromHeapSlot(EddyState *es, EddySource *src,
 									TupleTableSlot *slot);
+extern EddyRow *EddyRowBorrow(EddyState *es, EddySource *src, EddyRow *kept);
 extern EddyRow *EddyRowPersistSlow(EddyState *es, int i, EddyRow *row);
 extern EddyTuple *EddyTupleStore(EddyState *es, EddyTuple *t);
 extern EddyTuple *EddyTupleJoin(EddyState *es, EddyModule *m, EddyTuple *probe,

@@ -242,15 +242,24 @@ def state_settings(tag: str) -> dict:
 def hybrid_settings(tag: str, join_method: str) -> dict:
     """Hybrid index/hash joins for a differential run (eddy.join_method =
     hybrid in place of auto a third of the time, with a route and a cache
-    setting), drawn from their own generators seeded by ``tag`` so that adding
-    them changes no other draw."""
+    setting; otherwise an index join's cache setting, index_cache_settings),
+    drawn from their own generators seeded by ``tag`` so that adding them
+    changes no other draw."""
     rng = random.Random(f"hybrid:{tag}")
     if join_method != "auto" or rng.random() >= 1 / 3:
-        return {}
+        return index_cache_settings(tag)
     return {"join_method": "hybrid",
             "hybrid_route": rng.choice(["auto", "auto", "index", "hash", "random"]),
             "hybrid_cache": random.Random(f"hybrid_cache:{tag}").choice(
                 ["auto", "auto", "on", "off"])}
+
+
+def index_cache_settings(tag: str) -> dict:
+    """An index join's lookup cache (eddy.index_cache: auto half the time,
+    on or off a quarter each), from its own generator seeded by ``tag`` so
+    that adding it changes no other draw."""
+    return {"index_cache": random.Random(f"index_cache:{tag}").choice(
+        ["auto", "auto", "on", "off"])}
 
 
 # Parallel plans forced (the cost of starting workers and of passing tuples
