@@ -1038,11 +1038,17 @@ indexjoin_fetch(EddyState *es, EddyIndexJoin *ij, EddyTuple *t)
 		CHECK_FOR_INTERRUPTS();
 		if (ij->scan->xs_recheck && !keys_match(ij, src, heapslot))
 			continue;
-		row = EddyRowFromHeapSlot(es, src, heapslot);
+		/* the row is made for a match kept or passed on, not for a drop */
+		row = NULL;
 		if (ij->memo_building != NULL)
+		{
+			row = EddyRowFromHeapSlot(es, src, heapslot);
 			mr = memo_keep(ij, src, row);
+		}
 		if (chain && !fetch_chain(es, ij, t, heapslot, mr, &chain_done))
 			continue;
+		if (row == NULL)
+			row = EddyRowFromHeapSlot(es, src, heapslot);
 		r = joined(es, &ij->module, t, ends->rel[1], row);
 		/* semi/anti: the module is done once it decides (semijoin_decide) */
 		if (ij->jointype != JOIN_INNER)
