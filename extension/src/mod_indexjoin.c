@@ -211,8 +211,7 @@ typedef struct EddyIndexJoin
 
 	/* the lookup cache ("The lookup cache" above) */
 	bool		memo_wanted;	/* eddy.index_cache and the planner allow it */
-	bool		memo_auto;		/* eddy.index_cache = auto (judge_memo) */
-	bool		memo_off;		/* turned off, or never on */
+	bool		memo_auto;		/* eddy.index_cache = auto (memo_lookup) */
 	MemoryContext memo_cxt;		/* everything it keeps, freed when it goes off */
 	EddyArena	memo_arena;
 	Stair	   *memo;			/* probe keys looked up, payload EddyMemoEntry */
@@ -225,12 +224,10 @@ typedef struct EddyIndexJoin
 	bool		memo_hit;		/* the frame reads the cache, not the index */
 	TupleTableSlot *memo_slot;	/* virtual, of the relation's shape: the
 								 * fetch chain reads a kept row here */
-	double		est_repeat;		/* the planner's share of probes whose keys an
-								 * earlier probe had (EddyJoinKeyDistinct) */
 	uint64		memo_lookups;	/* probes looked up in the cache ... */
 	uint64		memo_hits;		/* ... answered by it */
 	uint64		memo_answers;	/* fetch-chain results read from it */
-	uint64		memo_off_at;	/* lookups when it went off (judge_memo) */
+	uint64		memo_off_at;	/* lookups when it went off (memo_lookup) */
 	uint64		memo_full_at;	/* ... when it filled */
 	Size		memo_peak;		/* its peak bytes */
 } EddyIndexJoin;
@@ -293,13 +290,14 @@ EddyIndexJoinBegin(EddyState *es, List *desc, int index)
 	ij->memo_wanted = ij->jointype == JOIN_INNER && ends->nkeys > 0 &&
 		eddy_index_cache != EDDY_HYBRID_CACHE_OFF;
 	ij->memo_auto = eddy_index_cache == EDDY_HYBRID_CACHE_AUTO;
-	ij->memo_off = true;		/* until its first lookup (indexjoin_route) */
 	{
 		double		distinct = floatVal(list_nth(desc, EddyJoinKeyDistinct));
 		double		rows = Max(ends->est_rows[0], 1.0);
 
-		ij->est_repeat = distinct > 0 ? Min(Max(1.0 - distinct / rows, 0.0), 1.0) : 0.0;
-		if (eddy_index_cache == EDDY_HYBRID_CACHE_AUTO && ij->est_repeat < MEMO_MIN_REPEAT)
+		/* the planner's share of probes whose keys an earlier probe had */
+		double		repeat = distinct > 0 ? Min(Max(1.0 - distinct / rows, 0.0), 1.0) : 0.0;
+
+		if (eddy_index_cache == EDDY_HYBRID_CACHE_AUTO && repeat < MEMO_MIN_REPEAT)
 			ij->memo_wanted = false;
 	}
 	for (k = 0; k < ends->nkeys; k++)
@@ -737,7 +735,7 @@ indexjoin_route(EddyState *es, EddyModule *m, int dir, EddyTuple *t)
 	}
 	ij->memo_hit = false;
 	ij->memo_building = NULL;
-	if (!ij->memo_off || ij->memo_wanted)
+	if (ij->memo_cxt != NULL || ij->memo_wanted)
 	{
 		if (!es->replaying && memo_lookup(es, ij, keys))
 		{
@@ -878,7 +876,6 @@ memo_start(EddyState *es, EddyIndexJoin *ij)
 			ij->memo_slot->tts_isnull[c] = true;
 		}
 	}
-	ij->memo_off = false;
 	ij->chain_generation = UINT64_MAX;	/* the chain takes every selection */
 }
 
@@ -895,7 +892,6 @@ memo_drop(EddyIndexJoin *ij)
 	ij->memo_building = NULL;
 	ij->memo_next = NULL;
 	ij->memo_hit = false;
-	ij->memo_off = true;
 	ij->chain_generation = UINT64_MAX;	/* the routing's chain again */
 }
 
@@ -920,7 +916,7 @@ memo_lookup(EddyState *es, EddyIndexJoin *ij, Datum *keys)
 	uint32		hash;
 	int			k;
 
-	if (ij->memo_off)
+	if (ij->memo_cxt == NULL)
 		memo_start(es, ij);
 	if (!StairKeysHash(&ends->keys, 0, keys, NULL, &hash))
 		return false;
