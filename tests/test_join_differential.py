@@ -39,6 +39,7 @@ from eddytools.db import (
     eddy_reasons,
     explain_json,
     hybrid_settings,
+    lookahead_settings,
     migration_settings,
     multiset,
     parallel_settings,
@@ -195,7 +196,8 @@ def random_settings(rng: random.Random) -> dict:
     settings |= hybrid_settings(repr(settings), str(settings["join_method"]))
     settings |= parallel_settings(repr(settings))
     settings |= spill_settings(repr(settings))
-    return settings | random_start_settings(repr(settings))
+    settings |= random_start_settings(repr(settings))
+    return settings | lookahead_settings(repr(settings))
 
 
 def same_outcome(got: tuple, want: tuple, ordered: bool) -> bool:

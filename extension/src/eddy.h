@@ -194,6 +194,7 @@ extern int	eddy_random_start;
 extern double eddy_selection_min_cost;
 extern bool eddy_static_shj;
 extern bool eddy_filter_before_store;
+extern bool eddy_rank_lookahead;
 extern int	eddy_hybrid_route;
 extern int	eddy_hybrid_cache;		/* EddyHybridCache */
 extern int	eddy_index_cache;		/* EddyHybridCache: an index join's lookup cache */

@@ -536,6 +536,7 @@ eddy_begin(CustomScanState *node, EState *estate, int eflags)
 				   UINT64CONST(0x5eed0edd) ^ (uint64) cscan->scan.plan.plan_node_id,
 				   es->random_start, es->nsources, source_rows, es);
 	es->router.held = es->holding;	/* the initial decisions are made */
+	es->router.lookahead = eddy_rank_lookahead;
 	EddyMigrationInit(es);
 	EddySpillInit(es);
 	if (es->nsources > 1)

@@ -407,6 +407,9 @@ EddyExplain(CustomScanState *node, List *ancestors, ExplainState *xs)
 	}
 	ExplainPropertyUInteger("Tuples Routed", NULL, EddyRouterRouted(router), xs);
 	ExplainPropertyUInteger("Recomputations", NULL, router->recomputations, xs);
+	if (router->lookahead_choices > 0)
+		ExplainPropertyUInteger("Lookahead Choices", NULL,
+								router->lookahead_choices, xs);
 	if (es->exchange_active)
 	{
 		ExplainPropertyUInteger("Rows Sent", NULL, es->rows_sent, xs);

@@ -23,6 +23,7 @@ int			eddy_random_start = 0;
 double		eddy_selection_min_cost = EDDY_DEFAULT_SELECTION_MIN_COST;
 bool		eddy_static_shj = false;
 bool		eddy_filter_before_store = true;
+bool		eddy_rank_lookahead = true;
 int			eddy_hybrid_route = EDDY_HYBRID_AUTO;
 int			eddy_hybrid_cache = EDDY_HYBRID_CACHE_AUTO;
 int			eddy_index_cache = EDDY_HYBRID_CACHE_AUTO;
@@ -233,6 +234,18 @@ EddyGucInit(void)
 							 "Off: the routing may send it to a join first, which stores it unfiltered "
 							 "(the papers' free routing; it can store many times the rows).",
 							 &eddy_filter_before_store,
+							 true,
+							 PGC_USERSET,
+							 0,
+							 NULL,
+							 NULL,
+							 NULL);
+
+	DefineCustomBoolVariable("eddy.rank_lookahead",
+							 "The rank policy also weighs the joins that lead to a filter a tuple cannot reach yet.",
+							 "Off: each eligible module is scored alone, and a join that filters nothing "
+							 "never goes before a selective one, even when it leads to a more selective filter.",
+							 &eddy_rank_lookahead,
 							 true,
 							 PGC_USERSET,
 							 0,

@@ -57,6 +57,8 @@ typedef struct EddyModuleStats
 	double		window_next_ns; /* ... and where the current one began */
 	uint64		window_next_samples;
 	double		score;			/* rank or lottery weight: higher goes first */
+	double		rank_ratio;		/* rank: the ratio and cost (ns) behind the */
+	double		rank_cost;		/* score, for the lookahead (routing.c) */
 
 	/*
 	 * Joins, for the cumulative policy: pairs examined (each probe counts
@@ -268,6 +270,15 @@ typedef struct EddyRouter
 	 */
 	uint64		random_start;
 	uint64		random_until;
+
+	/*
+	 * eddy.rank_lookahead: the rank policy weighs, beside each eligible
+	 * target's own rank, the compound rank of the joins that lead to a
+	 * filter the tuple cannot reach yet (routing.c, "Lookahead");
+	 * lookahead_choices counts the routing entries it decided.
+	 */
+	bool		lookahead;
+	uint64		lookahead_choices;
 
 	/*
 	 * The history of first choices, one lane per source (a chain's is lane

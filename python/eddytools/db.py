@@ -262,6 +262,14 @@ def index_cache_settings(tag: str) -> dict:
         ["auto", "auto", "on", "off"])}
 
 
+def lookahead_settings(tag: str) -> dict:
+    """The rank policy's lookahead (eddy.rank_lookahead: on, its default,
+    three times in four), from its own generator seeded by ``tag`` so that
+    adding it changes no other draw."""
+    return {"rank_lookahead": random.Random(f"lookahead:{tag}").choice(
+        ["on", "on", "on", "off"])}
+
+
 # Parallel plans forced (the cost of starting workers and of passing tuples
 # set to zero, any table large enough), and the servers' own settings, which
 # a run that does not force them sets back.
