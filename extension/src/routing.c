@@ -84,8 +84,11 @@
  *			 path again, the joins already paid no longer in it.  Ratios
  *			 and costs are the rank scores' (rank_ratio, stats_cost); a
  *			 join's result is taken to span its far end only.  Entries
- *			 are filled once per epoch per signature; the lookahead costs
- *			 O(targets^2 x sources) per entry.  A one-source eddy (every
+ *			 are filled once per epoch per signature; a path costs
+ *			 O(targets x sources) to build, and only a filter whose own
+ *			 score beats every eligible target's gets one (a path's
+ *			 compound rank is a mediant of its prefix's and its filter's
+ *			 own: rank_lookahead).  A one-source eddy (every
  *			 module over one relation) has nothing to look ahead to.
  *	 lottery lottery scheduling (Avnur & Hellerstein, SIGMOD 2000, 4.2): a
  *			 target gets a ticket when it takes a tuple and gives one back
@@ -1024,10 +1027,15 @@ random_phase(EddyRouter *router)
  * that the tuple lacks, in the order the rank scores would take them, then
  * the filter; its compound rank is (1 - product of ratios) / (expected cost
  * per tuple entering it), the rank of the path taken as one filter.
+ * A path's compound rank is a mediant of its prefix's and its filter's
+ * own rank, so a filter whose own score is at most best (the candidates'
+ * best) cannot make its path beat best unless its prefix does alone: it
+ * is skipped, which leaves the lookahead a filter or two to score in most
+ * entries (a prefix that filters ends at a filter of its own).
  */
 static void
 rank_lookahead(EddyRouter *router, uint32 spans, uint64 done,
-			   const int *cand, int n, double *look)
+			   const int *cand, int n, double best, double *look)
 {
 	int			f;
 	int			k;
@@ -1046,7 +1054,7 @@ rank_lookahead(EddyRouter *router, uint32 spans, uint64 done,
 		int			steps = 0;
 
 		if ((done & (UINT64CONST(1) << ft->module)) != 0 ||
-			ft->stats->rank_ratio >= 1.0 ||
+			ft->stats->rank_ratio >= 1.0 || ft->stats->score <= best ||
 			(spans & ~ft->allow) != 0 ||
 			EddyRouteTargetEligible(ft, spans, done))
 			continue;
@@ -1145,8 +1153,6 @@ choose_target(EddyRouter *router, uint32 spans, uint64 done)
 				int			own = -1;
 				int			k;
 
-				if (lookahead)
-					rank_lookahead(router, spans, done, cand, n, look);
 				/* ties go to the earlier target in PostgreSQL's order */
 				for (k = 0; k < n; k++)
 				{
@@ -1161,6 +1167,7 @@ choose_target(EddyRouter *router, uint32 spans, uint64 done)
 				own = choice;
 				if (lookahead)
 				{
+					rank_lookahead(router, spans, done, cand, n, best, look);
 					for (k = 0; k < n; k++)
 						if (look[k] > best)
 						{
