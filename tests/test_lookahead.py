@@ -17,7 +17,14 @@ from __future__ import annotations
 
 import pytest
 
-from eddytools.db import eddy_nodes, explain_json, multiset, set_gucs, vanilla_multiset
+from eddytools.db import (
+    PARALLEL_FORCED,
+    eddy_nodes,
+    explain_json,
+    multiset,
+    set_gucs,
+    vanilla_multiset,
+)
 
 FACT = 40000
 
@@ -102,4 +109,19 @@ def test_other_policies_do_not_look_ahead(la, policy):
     set_gucs(la, routing_policy=policy, rank_lookahead="on")
     eddy = the_eddy(la)
     assert "Lookahead Choices" not in eddy
+    assert multiset(la.execute(QUERY).fetchall()) == vanilla_multiset(la, QUERY)
+
+
+def test_parallel_workers_look_ahead(la):
+    """A parallel eddy's workers route with their own routers: each one's
+    lookahead decisions are in its EXPLAIN ANALYZE counters.  (Index joins:
+    only the fact table is read, in shares; a Parallel Hash over r would
+    keep PostgreSQL's plan.)"""
+    set_gucs(la, join_method="index", rank_lookahead="on",
+             pg__parallel_leader_participation="off",
+             **{f"pg__{k}": v for k, v in PARALLEL_FORCED.items()})
+    eddy = the_eddy(la)
+    workers = [w for w in eddy.get("Eddy Workers", []) if "Tuples Read" in w]
+    assert workers, eddy
+    assert sum(w["Lookahead Choices"] for w in workers) > 0, workers
     assert multiset(la.execute(QUERY).fetchall()) == vanilla_multiset(la, QUERY)

@@ -23,8 +23,8 @@
  * walking the plan (custom_ps included).  It marks itself parallel-aware
  * for one thing only, EXPLAIN ANALYZE: the counters of the leader's eddy
  * are what the node shows, as every node does, and each worker's eddy adds
- * its own (tuples read, routed, recomputations, peak memory, spills,
- * migrations) to its slot of a small DSM array when it shuts down
+ * its own (tuples read, routed, recomputations, lookahead choices, peak
+ * memory, spills, migrations) to its slot of a small DSM array when it shuts down
  * (ExecShutdownNode, run in the worker before its tuple queue detaches).
  * The leader's eddy copies the array when it shuts down, which is before
  * the Gather destroys the segment and after every worker has detached if
@@ -105,6 +105,7 @@ typedef struct EddyWorkerStats
 	uint64		read;			/* source tuples read */
 	uint64		routed;
 	uint64		recomputations;
+	uint64		lookahead_choices;
 	uint64		peak_memory;	/* bytes, the largest of its reports */
 	uint64		spill_batches;
 	uint64		rows_spilled;
@@ -530,6 +531,7 @@ EddyShutdown(CustomScanState *node)
 				w->read += es->sources[i].nread;
 		w->routed += EddyRouterRouted(&es->router);
 		w->recomputations += es->router.recomputations;
+		w->lookahead_choices += es->router.lookahead_choices;
 		w->peak_memory = Max(w->peak_memory, (uint64) es->peak_memory);
 		w->spill_batches += tot.batches;
 		w->rows_spilled += tot.rows;
@@ -570,6 +572,9 @@ EddyExplainWorkers(EddyState *es, ExplainState *xs)
 							 "  Tuples Routed: " UINT64_FORMAT
 							 "  Recomputations: " UINT64_FORMAT,
 							 n, w->read, w->routed, w->recomputations);
+			if (w->lookahead_choices > 0)
+				appendStringInfo(&buf, "  Lookahead Choices: " UINT64_FORMAT,
+								 w->lookahead_choices);
 			if (!es->chain)
 				appendStringInfo(&buf, "  Peak Memory: " UINT64_FORMAT "kB",
 								 w->peak_memory / 1024);
@@ -599,6 +604,7 @@ EddyExplainWorkers(EddyState *es, ExplainState *xs)
 		ExplainPropertyUInteger("Tuples Read", NULL, w->read, xs);
 		ExplainPropertyUInteger("Tuples Routed", NULL, w->routed, xs);
 		ExplainPropertyUInteger("Recomputations", NULL, w->recomputations, xs);
+		ExplainPropertyUInteger("Lookahead Choices", NULL, w->lookahead_choices, xs);
 		if (!es->chain)
 			ExplainPropertyInteger("Peak Memory", "kB",
 								   (int64) (w->peak_memory / 1024), xs);
