@@ -1061,7 +1061,7 @@ rank_lookahead(EddyRouter *router, uint32 spans, uint64 done,
 		/* the joins towards the sources it reads, best rank first */
 		while ((ft->need & ~s) != 0 && steps++ < router->nsources)
 		{
-			int			best = -1;
+			int			step = -1;
 			int			u;
 
 			for (u = 0; u < router->ntargets; u++)
@@ -1071,18 +1071,18 @@ rank_lookahead(EddyRouter *router, uint32 spans, uint64 done,
 				if (ut->far == 0 || (ut->far & ft->need & ~s) == 0 ||
 					!EddyRouteTargetEligible(ut, s, d))
 					continue;
-				if (best < 0 ||
-					ut->stats->score > router->targets[best].stats->score)
-					best = u;
+				if (step < 0 ||
+					ut->stats->score > router->targets[step].stats->score)
+					step = u;
 			}
-			if (best < 0)
+			if (step < 0)
 				break;
 			if (first < 0)
-				first = best;
-			cost += pass * router->targets[best].stats->rank_cost;
-			pass *= router->targets[best].stats->rank_ratio;
-			s |= ((uint32) 1) << router->targets[best].far_rel;
-			d |= UINT64CONST(1) << router->targets[best].module;
+				first = step;
+			cost += pass * router->targets[step].stats->rank_cost;
+			pass *= router->targets[step].stats->rank_ratio;
+			s |= ((uint32) 1) << router->targets[step].far_rel;
+			d |= UINT64CONST(1) << router->targets[step].module;
 		}
 		if (first < 0 || !EddyRouteTargetEligible(ft, s, d))
 			continue;
