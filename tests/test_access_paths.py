@@ -80,7 +80,10 @@ def test_parameterized_path_without_an_index_join_keeps_postgresqls_plan(ap):
     set_gucs(ap, enabled="on", join_method="hash")
     (eddy,) = eddy_nodes(explain_json(ap, EXPRESSION, analyze=True))
     fact = [n for n in plan_nodes(eddy) if n.get("Relation Name") == "fact"]
-    assert fact and fact[0]["Actual Rows"] == 300000
+    # fact is read whole; its scan probes dim1's state on the computed key
+    # fact.d1 + 0 and returns only the rows that match (local.c)
+    assert fact and fact[0]["Actual Rows"] < 300000
+    assert "fact 300000" in eddy["Tuples Read"].split(", "), eddy["Tuples Read"]
     assert multiset(ap.execute(EXPRESSION).fetchall()) == want
 
 

@@ -254,8 +254,7 @@ EddyLocalChainCompute(EddyState *es, int i, EddySource *src)
 		for (k = 0; k < src->local_len; k++)
 			fetch = Max(fetch, lq->pred_attno[es->targets[src->local_chain[k]].module]);
 		if (src->local_probe)
-			for (k = 0; k < lq->probe_nkeys[src->local_next]; k++)
-				fetch = Max(fetch, lq->probe_attnos[src->local_next][k]);
+			fetch = Max(fetch, lq->probe_fetch[src->local_next]);
 		lq->fetch_attno = Min(fetch, ((ScanState *) src->plan)->ss_ScanTupleSlot->tts_tupleDescriptor->natts);
 		src->plan->qual = (src->local_len > 0 || src->local_probe) ?
 			lq->wrapper : lq->orig;
@@ -332,7 +331,8 @@ EddyRouteLocally(EddyState *es, int i, EddySource *src, TupleTableSlot *slot,
  * counted by the selection that dropped it, not as the scan's Rows Removed
  * by Filter (its Filter does not show the eddy's selections).  Then, where
  * the routing sends the tuple on to a hash join that would not store it,
- * the join's probe runs there too, and a tuple that finds no match is
+ * the join's probe runs there too (its keys the scan tuple's columns, or
+ * expressions of them alone computed there), and a tuple that finds no match is
  * dropped (the state's probe_misses counts it as the join would), while
  * most probes miss: one that matches is made again when the tuple is
  * routed.  A tuple it passes carries what it did to
@@ -374,13 +374,17 @@ local_probe_misses(EddyLocalQual *lq, EddySource *src, ExprContext *econtext,
 	EddyRouteTarget *tg = &es->targets[src->local_next];
 	EddyModule *m = es->modules[tg->module];
 	AttrNumber *attnos = lq->probe_attnos[src->local_next];
+	ExprState **kexprs = lq->probe_exprs[src->local_next];
 	TupleTableSlot *scantuple = econtext->ecxt_scantuple;
 	int			nkeys = lq->probe_nkeys[src->local_next];
 	double		start = 0;
 	int			k;
 
+	/* computed keys in the scan's per-tuple context, as its own filter */
 	for (k = 0; k < nkeys; k++)
-		lq->keys[k] = slot_getattr(scantuple, attnos[k], &lq->keynulls[k]);
+		lq->keys[k] = (kexprs != NULL && kexprs[k] != NULL) ?
+			ExecEvalExpr(kexprs[k], econtext, &lq->keynulls[k]) :
+			slot_getattr(scantuple, attnos[k], &lq->keynulls[k]);
 	if (timed)
 		start = eddy_now_ns();
 	if (!m->state->probe_misses(es, m, tg->dir, lq->keys, lq->keynulls))
@@ -525,8 +529,16 @@ begin_local_qual(EddyState *es, int i, EddySource *src)
 		scan_attno_walker(expr, &lq->pred_attno[j]);
 	}
 
-	/* the hash joins this source's tuples may go to first, on plain keys */
+	/*
+	 * The hash joins this source's tuples may go to first, on its columns
+	 * or on keys computed from them alone (r.reason_id + 0: the
+	 * misestimation workload's m07, m10, m22), rewritten over the scan's
+	 * tuple as the chain's predicates are.  A volatile key is not computed
+	 * twice.
+	 */
 	lq->probe_attnos = palloc0(sizeof(AttrNumber *) * es->ntargets);
+	lq->probe_exprs = palloc0(sizeof(ExprState **) * es->ntargets);
+	lq->probe_fetch = palloc0(sizeof(AttrNumber) * es->ntargets);
 	lq->probe_nkeys = palloc0(sizeof(int) * es->ntargets);
 	any = src->local_sels;
 	for (j = 0; j < es->ntargets; j++)
@@ -535,29 +547,48 @@ begin_local_qual(EddyState *es, int i, EddySource *src)
 		EddyModule *m = es->modules[tg->module];
 		EddyJoinSpec *ends;
 		AttrNumber *attnos;
+		ExprState **kexprs = NULL;
+		AttrNumber	fetch = 0;
 		int			k;
 
 		if (m->state == NULL || m->state->probe_misses == NULL)
 			continue;			/* nothing a scan can probe */
 		ends = m->state->spec(m);
-		if (ends->rel[tg->dir] != i || !ends->plainkeys[tg->dir])
+		if (ends->rel[tg->dir] != i)
 			continue;
-		attnos = palloc(sizeof(AttrNumber) * ends->nkeys);
+		attnos = palloc0(sizeof(AttrNumber) * Max(ends->nkeys, 1));
 		for (k = 0; k < ends->nkeys; k++)
 		{
 			int			c = ends->keycol[tg->dir][k];
 			TargetEntry *tle;
 
-			if (c < 0 || c >= list_length(tlist))
+			if (c < 0)
+			{
+				Node	   *expr;
+
+				expr = EddyRewriteForSource(list_nth(ends->keyexprs[tg->dir], k),
+											src, tlist, false);
+				if (expr == NULL || contain_volatile_functions(expr))
+					break;
+				if (kexprs == NULL)
+					kexprs = palloc0(sizeof(ExprState *) * ends->nkeys);
+				kexprs[k] = ExecInitExpr((Expr *) expr, scan);
+				scan_attno_walker(expr, &fetch);
+				continue;
+			}
+			if (c >= list_length(tlist))
 				break;
 			tle = list_nth_node(TargetEntry, tlist, c);
 			if (!IsA(tle->expr, Var) || ((Var *) tle->expr)->varattno <= 0)
 				break;
 			attnos[k] = ((Var *) tle->expr)->varattno;
+			fetch = Max(fetch, attnos[k]);
 		}
 		if (k < ends->nkeys)
 			continue;
 		lq->probe_attnos[j] = attnos;
+		lq->probe_exprs[j] = kexprs;
+		lq->probe_fetch[j] = fetch;
 		lq->probe_nkeys[j] = ends->nkeys;
 		maxkeys = Max(maxkeys, ends->nkeys);
 		any = true;

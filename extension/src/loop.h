@@ -28,8 +28,12 @@ typedef struct EddyLocalQual
 	EddyPredicate orig_pred;	/* the scan's qual, where it is one clause */
 	EddyPredicate *preds;		/* per module: its predicate over the scan
 								 * tuple */
-	AttrNumber **probe_attnos;	/* per target: a hash join of this source's
-								 * plain keys, their scan tuple columns */
+	AttrNumber **probe_attnos;	/* per target: a hash join on this source's
+								 * keys, their scan tuple columns (0: a
+								 * computed key) */
+	ExprState ***probe_exprs;	/* ... its computed keys over the scan tuple,
+								 * per key (NULL: a column); NULL: none */
+	AttrNumber *probe_fetch;	/* ... the highest scan column they read */
 	int		   *probe_nkeys;	/* ... and how many */
 	Datum	   *keys;			/* scratch for their values */
 	bool	   *keynulls;
