@@ -76,8 +76,8 @@ def test_the_setting(eddy_conn):
 def test_rank_starts_random_then_routes_by_what_it_observed(rs):
     """Under rank, each seed's first run goes to the selection its random
     plan puts first, for at most the random phase (1,000 tuples routed,
-    give or take a recomputation); then the tuples go to c (1%) first, as
-    without a random start.  Across the seeds, the random plans differ:
+    give or take a recomputation); then, within two recomputations, the
+    tuples go to c (1%) first, as without a random start.  Across the seeds, the random plans differ:
     some start from a selection that is not c.  Most, not all, of the rest
     go to c: rank weighs mean sampled costs, and one preempted sample can
     make c look slower than b (50%) for a few thousand tuples (seen once,
@@ -97,8 +97,17 @@ def test_rank_starts_random_then_routes_by_what_it_observed(rs):
         starts.add(history[0][0])
         if history[0][0] != c:
             # the random plan's run ends with the random phase, and c follows
+            # within two recomputations (100 tuples each): the first one
+            # after the random phase may weigh a preempted cost sample and
+            # send 100 tuples to b (seen once on the loaded machine: seed 8,
+            # [(1, 1000), (2, 100), (3, 18900)])
             assert history[0][1] <= 1100, (seed, history)
-            assert history[1][0] == c, (seed, history)
+            before_c = 0
+            for op, n in history:
+                if op == c:
+                    break
+                before_c += n
+            assert before_c <= 1300, (seed, history)
         assert sum(n for op, n in history if op == c) >= 0.6 * ROWS, (seed, history)
     assert len(starts) >= 2, starts
     assert any(s != c for s in starts), starts
