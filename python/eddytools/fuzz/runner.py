@@ -92,7 +92,7 @@ from eddytools.sqlast import DIALECT, FROM_KEY, aliases_in, and_, conjuncts, par
 POLICIES = ("rank", "lottery", "fixed", "random", "cumulative")
 REOPT_FREQUENCIES = (1, 10, 100, 1000, 100000)
 JOIN_METHODS = ("auto", "hash", "index")
-STATEMENT_TIMEOUT_S = 60.0
+STATEMENT_TIMEOUT_S = 150.0
 
 
 class BackendCrash(Exception):
