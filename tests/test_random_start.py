@@ -77,8 +77,9 @@ def test_rank_starts_random_then_routes_by_what_it_observed(rs):
     """Under rank, each seed's first run goes to the selection its random
     plan puts first, for at most the random phase (1,000 tuples routed,
     give or take a recomputation); then, within two recomputations, the
-    tuples go to c (1%) first, as without a random start.  Across the seeds, the random plans differ:
-    some start from a selection that is not c.  Most, not all, of the rest
+    tuples go to c (1%) first, as without a random start.  Across the
+    seeds, the random plans differ: some start from a selection that is
+    not c.  Most, not all, of the rest
     go to c: rank weighs mean sampled costs, and one preempted sample can
     make c look slower than b (50%) for a few thousand tuples (seen once,
     5,500 of 20,000 to b mid-run, in a full test run on the loaded
