@@ -8,7 +8,9 @@ alone run at fetch while it keeps them, and their results are kept with
 each match, so that a hit runs none of them.  Under `auto` the cache is on
 where the planner expects at least half the probes to repeat a key, and
 goes off when its first 4096 lookups hit less than a tenth of the time; it
-holds at most work_mem x hash_mem_multiplier, then adds no key.  A join
+holds at most work_mem x hash_mem_multiplier, then adds no key.  Where the
+planner said no and the probes then outnumber its rows by far, auto starts
+it late, unless the probing relation is unique on the key.  A join
 whose key types differ, or with a volatile selection over the relation,
 keeps nothing.  Read from EXPLAIN ANALYZE's counters, never from time;
 every answer is PostgreSQL's (also under the random differential tests and
@@ -152,6 +154,51 @@ def test_auto_goes_off_when_the_planner_was_wrong(ic):
     assert op["Index Cache Off After Lookups"] == 4096, op
     assert op["Index Cache Hits"] == 0, op
     assert multiset(ic.execute(DISTINCT).fetchall()) == vanilla_multiset(ic, DISTINCT)
+
+
+# the planner's statistics say no sale has v = 50; then most have
+STALE = "SELECT count(*), sum(icf.v), max(icd.name) FROM icf JOIN icd ON icd.id = icf.did WHERE icf.v = 50"
+# ... and icu's rows, unique on id, probe icf's index on uid
+STALE_UNIQUE = "SELECT count(*), sum(icf.v) FROM icu JOIN icf ON icf.uid = icu.id WHERE icu.w = 50"
+LATE_MIN = 1000  # MEMO_LATE_MIN
+
+
+def test_auto_starts_late_when_the_probes_outnumber_the_estimate(ic):
+    """Statistics gone stale put about one row of icf after its filter, so
+    the planner expects no key to repeat and auto keeps no cache; the
+    probes come by the ten thousand, 500 keys among them: the cache starts
+    at probe 1000 (MEMO_LATE_MIN, over 4x the planner's rows) and answers
+    every later probe of a key it has.  The answer is PostgreSQL's."""
+    ic.execute("ALTER TABLE icf SET (autovacuum_enabled = off)")
+    ic.execute("ANALYZE icf")
+    ic.execute("UPDATE icf SET v = 50 WHERE id % 10 <> 0")
+    plan = ic.execute("EXPLAIN (FORMAT JSON) SELECT * FROM icf WHERE v = 50").fetchone()[0]
+    assert plan[0]["Plan"]["Plan Rows"] * 4 < LATE_MIN  # the estimate is stale
+    probes, distinct = ic.execute(
+        "SELECT count(did), count(DISTINCT did) FROM icf WHERE v = 50").fetchone()
+    op = the_join(ic, STALE)
+    assert op["Index Cache On After Probes"] == LATE_MIN, op
+    # every probe from the 1000th is looked up in the cache
+    assert op["Index Cache Hits"] + op["Index Cache Misses"] == probes - LATE_MIN + 1, op
+    assert op["Index Cache Misses"] <= distinct and op["Index Cache Off After Lookups"] == 0, op
+    assert multiset(ic.execute(STALE).fetchall()) == vanilla_multiset(ic, STALE)
+    # off means off
+    set_gucs(ic, index_cache="off")
+    assert "Index Cache Hits" not in the_join(ic, STALE)
+
+
+def test_no_late_start_where_the_probing_relation_is_unique_on_the_key(ic):
+    """icu's rows carry each id once (its primary key says so, whatever
+    the statistics): however many probe, no key repeats, and auto starts
+    no cache; the answer is PostgreSQL's."""
+    ic.execute("CREATE INDEX icf_uid ON icf (uid)")
+    ic.execute("ALTER TABLE icu SET (autovacuum_enabled = off)")
+    ic.execute("ANALYZE icu, icf")
+    ic.execute("UPDATE icu SET w = 50")
+    op = the_join(ic, STALE_UNIQUE)
+    assert op["Tuples In"] == FACT_ROWS, op
+    assert "Index Cache Hits" not in op, op
+    assert multiset(ic.execute(STALE_UNIQUE).fetchall()) == vanilla_multiset(ic, STALE_UNIQUE)
 
 
 def test_a_full_cache_adds_no_key(ic):

@@ -108,9 +108,21 @@
  * MEMO_MIN_REPEAT of the probes repeat a key, and goes off for good, its
  * memory freed, when its first MEMO_JUDGE_AFTER lookups hit less than
  * MEMO_MIN_HITS of the time (the planner was wrong, or the keys repeat
- * only from far apart); on keeps it on, off never starts it.  EXPLAIN
- * ANALYZE: "Index Cache: H hits, M misses, R selection results reused,
- * K kB", and when it went off or filled.  A hybrid join's own index
+ * only from far apart); on keeps it on, off never starts it.  The
+ * planner's distinct keys are an estimate over its estimate of the probes,
+ * and it cannot be more than that: where the probes outnumber the
+ * planner's rows of end 0 by MEMO_LATE_FACTOR (and at least
+ * MEMO_LATE_MIN of them came), that estimate is known wrong, and auto
+ * starts the cache then, to be judged by its hits as above (issue 48's
+ * m12: stale statistics put one sale after date 2,000 where 500,000 are,
+ * so the planner saw one probe of product's index and no repeat; the
+ * probes carried 20,000 keys, and the index join looked up every one of
+ * them, 2.7 us a probe).  Not where end 0's relation has a unique index on
+ * the keys (EddyJoinKeyUnique0: an index, not a statistic): its rows carry
+ * each key once, however many they are.  A rescan counts the probes again
+ * (the planner's rows are a scan's).  EXPLAIN ANALYZE: "Index Cache: H hits, M misses, R
+ * selection results reused, K kB", and when it went on late, off or
+ * filled.  A hybrid join's own index
  * module (mod_hybrid.c) probes through EddyIndexJoinProbeBegin/Next, which
  * the cache does not touch.
  *
@@ -174,6 +186,10 @@ typedef struct EddyMemoEntry
 #define MEMO_MIN_REPEAT		0.5
 #define MEMO_JUDGE_AFTER	4096
 #define MEMO_MIN_HITS		0.1
+/* ... and where auto kept it off, on once the probes outnumber the
+ * planner's rows of end 0 this many times, and at least MEMO_LATE_MIN */
+#define MEMO_LATE_FACTOR	4.0
+#define MEMO_LATE_MIN		1000
 
 typedef struct EddyIndexJoin
 {
@@ -212,6 +228,10 @@ typedef struct EddyIndexJoin
 	/* the lookup cache ("The lookup cache" above) */
 	bool		memo_wanted;	/* eddy.index_cache and the planner allow it */
 	bool		memo_auto;		/* eddy.index_cache = auto (memo_lookup) */
+	uint64		memo_late_after;	/* auto, off by the planner's estimate:
+									 * on at this many probes; 0 never */
+	uint64		memo_probes;	/* probes since the scan began (the above) */
+	uint64		memo_late_at;	/* probes when it went on late */
 	MemoryContext memo_cxt;		/* everything it keeps, freed when it goes off */
 	EddyArena	memo_arena;
 	Stair	   *memo;			/* probe keys looked up, payload EddyMemoEntry */
@@ -297,8 +317,18 @@ EddyIndexJoinBegin(EddyState *es, List *desc, int index)
 		/* the planner's share of probes whose keys an earlier probe had */
 		double		repeat = distinct > 0 ? Min(Max(1.0 - distinct / rows, 0.0), 1.0) : 0.0;
 
-		if (eddy_index_cache == EDDY_HYBRID_CACHE_AUTO && repeat < MEMO_MIN_REPEAT)
+		if (eddy_index_cache == EDDY_HYBRID_CACHE_AUTO && repeat < MEMO_MIN_REPEAT &&
+			ij->memo_wanted)
+		{
+			/*
+			 * Off, unless the probes prove the estimate wrong; where end 0's
+			 * relation is unique on the keys (an index says so, not the
+			 * statistics), its rows' keys never repeat, however many.
+			 */
 			ij->memo_wanted = false;
+			if (intVal(list_nth(desc, EddyJoinKeyUnique0)) == 0)
+				ij->memo_late_after = (uint64) Max(MEMO_LATE_FACTOR * rows, MEMO_LATE_MIN);
+		}
 	}
 	for (k = 0; k < ends->nkeys; k++)
 	{
@@ -316,7 +346,10 @@ EddyIndexJoinBegin(EddyState *es, List *desc, int index)
 								   &righttype);
 		/* the cache compares probe keys with probe keys by this operator */
 		if (lefttype != righttype)
+		{
 			ij->memo_wanted = false;
+			ij->memo_late_after = 0;
+		}
 		ScanKeyEntryInitialize(&ij->skeys[k], 0, col, strategy, righttype,
 							   ends->keys.collations[k], get_opcode(opno), (Datum) 0);
 	}
@@ -426,7 +459,10 @@ EddyIndexJoinBeginChain(EddyState *es, EddyModule *m)
 			return;
 		/* a volatile selection's results cannot be kept */
 		if (contain_volatile_functions(expr))
+		{
 			ij->memo_wanted = false;
+			ij->memo_late_after = 0;
+		}
 		if (preds == NULL)
 			preds = palloc0(sizeof(EddyPredicate) * es->nmodules);
 		preds[j].qual = ExecInitQual(list_make1(expr), &es->css.ss.ps);
@@ -735,6 +771,14 @@ indexjoin_route(EddyState *es, EddyModule *m, int dir, EddyTuple *t)
 	}
 	ij->memo_hit = false;
 	ij->memo_building = NULL;
+	if (ij->memo_late_after > 0 && !es->replaying &&
+		++ij->memo_probes >= ij->memo_late_after)
+	{
+		/* the planner's probes were far too few: auto starts it now */
+		ij->memo_late_after = 0;
+		ij->memo_late_at = ij->memo_probes;
+		ij->memo_wanted = true;
+	}
 	if (ij->memo_cxt != NULL || ij->memo_wanted)
 	{
 		if (!es->replaying && memo_lookup(es, ij, keys))
@@ -1088,6 +1132,7 @@ indexjoin_rescan(EddyState *es, EddyModule *m)
 	if (ij->memo_cxt != NULL)
 		ij->memo_peak = Max(ij->memo_peak, memo_bytes(ij));
 	memo_drop(ij);
+	ij->memo_probes = 0;		/* the planner's rows are a scan's */
 }
 
 static void
@@ -1161,6 +1206,9 @@ indexjoin_explain(EddyState *es, EddyModule *m, List *context, bool useprefix,
 							 " misses, " UINT64_FORMAT " selection results reused, %zu kB",
 							 ij->memo_hits, ij->memo_lookups - ij->memo_hits,
 							 ij->memo_answers, (peak + 1023) / 1024);
+			if (ij->memo_late_at > 0)
+				appendStringInfo(&buf, "; on after " UINT64_FORMAT " probes",
+								 ij->memo_late_at);
 			if (ij->memo_off_at > 0)
 				appendStringInfo(&buf, "; off after " UINT64_FORMAT " lookups",
 								 ij->memo_off_at);
@@ -1176,6 +1224,7 @@ indexjoin_explain(EddyState *es, EddyModule *m, List *context, bool useprefix,
 									ij->memo_lookups - ij->memo_hits, xs);
 			ExplainPropertyUInteger("Index Cache Results Reused", NULL, ij->memo_answers, xs);
 			ExplainPropertyUInteger("Index Cache Memory", "kB", (peak + 1023) / 1024, xs);
+			ExplainPropertyUInteger("Index Cache On After Probes", NULL, ij->memo_late_at, xs);
 			ExplainPropertyUInteger("Index Cache Off After Lookups", NULL, ij->memo_off_at, xs);
 			ExplainPropertyUInteger("Index Cache Full After Lookups", NULL, ij->memo_full_at, xs);
 		}

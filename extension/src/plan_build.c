@@ -682,6 +682,10 @@ make_join_modules(PlannerInfo *root, EddyJoinPath *jp, List **scan_quals,
 							 estimate_num_groups(root, keyexprs0,
 												 Max(jp->rels[side0]->rows, 1.0),
 												 NULL, NULL) : 0.0);
+		items[EddyJoinKeyUnique0] =
+			(Node *) makeInteger(index_join && !hybrid &&
+								 EddyProbeSideUnique(root, jp, side0, 1u << side0,
+													 keyclauses, scan_quals) ? 1 : 0);
 		items[EddyJoinFetchQual] = (Node *) NIL;
 		if (hybrid && jp->scanned[hybrid_into] && scan_quals[hybrid_into] != NIL)
 		{

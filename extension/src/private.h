@@ -199,6 +199,10 @@ typedef enum EddyJoinPrivateIndex
 								 * planner's distinct values of end 0's keys
 								 * among its rows (estimate_num_groups), for
 								 * the index caches' judgement; else 0 */
+	EddyJoinKeyUnique0,			/* Integer (0/1): INDEX_JOIN: end 0's relation
+								 * has a unique index on its keys, so its
+								 * rows carry each key once (the lookup
+								 * cache's late start, mod_indexjoin.c) */
 	EddyJoinNumItems
 } EddyJoinPrivateIndex;
 
