@@ -157,7 +157,8 @@ def test_auto_goes_off_when_the_planner_was_wrong(ic):
 
 
 # the planner's statistics say no sale has v = 50; then most have
-STALE = "SELECT count(*), sum(icf.v), max(icd.name) FROM icf JOIN icd ON icd.id = icf.did WHERE icf.v = 50"
+STALE = ("SELECT count(*), sum(icf.v), max(icd.name) FROM icf JOIN icd ON icd.id = icf.did "
+         "WHERE icf.v = 50")
 # ... and icu's rows, unique on id, probe icf's index on uid
 STALE_UNIQUE = "SELECT count(*), sum(icf.v) FROM icu JOIN icf ON icf.uid = icu.id WHERE icu.w = 50"
 LATE_MIN = 1000  # MEMO_LATE_MIN
