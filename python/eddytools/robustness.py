@@ -115,6 +115,10 @@ class Run:
     skipped: bool = False            # a timeout in an earlier round: not run again
     error: str | None = None
 
+    def label(self) -> str:
+        """The run's mode as the error messages name it."""
+        return self.mode
+
 
 @dataclass
 class Plan:
@@ -368,16 +372,18 @@ def measure(dsn: str, args: argparse.Namespace, queries: list[misest.Query],
     check_answers(result)
 
 
-def check_answers(result: Result) -> None:
+def check_answers(result: harness.Result) -> None:
     """Every run's answer against the query's first eddy-off answer; an
-    error in one mode that the other did not have."""
+    error in one mode that the other did not have.  (The runs may be of a
+    subclass of Run: eddytools.ab_builds's.)"""
+    runs: list[Run] = result.runs
     reference: dict[str, Run] = {}
-    for r in result.runs:
+    for r in runs:
         if r.mode == "off" and r.digest is not None:
             reference.setdefault(r.query, r)
-    for r in result.runs:
+    for r in runs:
         if r.error is not None:
-            result.errors.append(f"{r.query} eddy {eddy_enabled(r.mode)} ({r.mode}) round "
+            result.errors.append(f"{r.query} eddy {eddy_enabled(r.mode)} ({r.label()}) round "
                                  f"{r.round}: {r.error}")
             continue
         ref = reference.get(r.query)
@@ -385,7 +391,7 @@ def check_answers(result: Result) -> None:
             continue
         if (r.rows, r.digest) != (ref.rows, ref.digest):
             result.errors.append(
-                f"{r.query} {r.mode} round {r.round}: {r.rows} rows, digest {r.digest}; "
+                f"{r.query} {r.label()} round {r.round}: {r.rows} rows, digest {r.digest}; "
                 f"eddy off: {ref.rows} rows, digest {ref.digest}")
 
 
@@ -647,6 +653,21 @@ def build_parser() -> argparse.ArgumentParser:
                  "refreshes the committed results)",
         quick_help=f"smoke run: scale {QUICK_SCALE:g}, the first {QUICK_QUERIES} queries "
                    "(one of each kind), 1 round, no warm-up", plots_help="no PNG")
+    add_workload_arguments(ap)
+    ap.add_argument("--random-starts", type=int, default=None,
+                    help="random starts of the eddy and random join orders forced on "
+                         "PostgreSQL per query (default: 5; --quick: 0; 0: none)")
+    ap.add_argument("--spread-timeout", type=float, default=None,
+                    help="the statement timeout of the random starts and forced orders "
+                         "(default: --statement-timeout's)")
+    ap.add_argument("--no-warmup", action="store_true",
+                    help="no untimed eddy-off run of each query before the rounds")
+    return ap
+
+
+def add_workload_arguments(ap: argparse.ArgumentParser) -> None:
+    """The options of the workload itself (data, queries, rounds, session
+    settings, bootstrap, loader), which eddytools.ab_builds shares."""
     ap.add_argument("--scale", type=float, default=None,
                     help=f"scale of the data set (default: 1; --quick: {QUICK_SCALE:g})")
     ap.add_argument("--data-seed", type=int, default=0, help="seed of the data (default: 0)")
@@ -671,24 +692,20 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--dbname", default=None,
                     help="the workload's database (default: misest_s<scale>)")
     ap.add_argument("--master", default="local[*]", help="Spark master of the loader")
-    ap.add_argument("--random-starts", type=int, default=None,
-                    help="random starts of the eddy and random join orders forced on "
-                         "PostgreSQL per query (default: 5; --quick: 0; 0: none)")
-    ap.add_argument("--spread-timeout", type=float, default=None,
-                    help="the statement timeout of the random starts and forced orders "
-                         "(default: --statement-timeout's)")
-    ap.add_argument("--no-warmup", action="store_true",
-                    help="no untimed eddy-off run of each query before the rounds")
-    return ap
 
 
-def resolve(args: argparse.Namespace) -> None:
+def resolve_workload(args: argparse.Namespace) -> None:
+    """The defaults of add_workload_arguments' options that --quick changes."""
     if args.scale is None:
         args.scale = QUICK_SCALE if args.quick else 1.0
     if args.rounds is None:
         args.rounds = 1 if args.quick else 5
     if args.statement_timeout is None:
         args.statement_timeout = 30.0 if args.quick else 60.0
+
+
+def resolve(args: argparse.Namespace) -> None:
+    resolve_workload(args)
     if args.spread_timeout is None:
         args.spread_timeout = args.statement_timeout
     if args.random_starts is None:
