@@ -80,6 +80,15 @@
 #                    elsewhere), or, with PUBLISH=1, in docs/robustness/
 #                    (ROBUSTNESS_ARGS="--quick" for scale 0.02, 6 queries, 1
 #                    round; see .venv/bin/python -m eddytools.robustness --help)
+#   make ab OLD=<rev> NEW=<rev>  A/B of two builds of the extension on the
+#                    misestimation workload (eddytools.ab_builds): each git
+#                    revision built without assertions into a private copy of
+#                    PostgreSQL under AB_BUILD_DIR, the server of
+#                    ROBUSTNESS_SERVER (one data directory for both builds)
+#                    restarted with each build in each round; NEW/OLD of the
+#                    eddy's time with an A/A twin, per query and as geometric
+#                    means, in ab-results/ (untracked; AB_OUT=dir elsewhere;
+#                    AB_ARGS="--quick" for scale 0.02, 6 queries, 1 round)
 #   make load        concurrent load: LOAD_CLIENTS (8) pgbench sessions, half
 #                    with prepared statements, half with the simple protocol,
 #                    running checked eddy queries for LOAD_SECONDS (600) on an
@@ -110,7 +119,7 @@ VENV ?= .venv
 PYTHON ?= /usr/bin/python3
 export PG_BINDIR PG_CONFIG
 
-.PHONY: all build install test pgregress sqlsmith bench experiments experiments-stems tpch-bench robustness load valgrind fuzz sysdeps venv clean
+.PHONY: all build install test pgregress sqlsmith bench experiments experiments-stems tpch-bench robustness ab load valgrind fuzz sysdeps venv clean
 
 all: build
 
@@ -303,6 +312,23 @@ robustness: sysdeps venv
 	    --out $(ROBUSTNESS_OUT) $(ROBUSTNESS_ARGS); \
 	  status=$$?; tests/pgserver.sh stop $(ROBUSTNESS_SERVER); trap - EXIT INT TERM; exit $$status; \
 	fi
+
+# A/B of two builds (eddytools.ab_builds) on the robustness server's data
+# directory: refused while a server runs on it (the robustness target's
+# server, or anyone's); the worktrees and the two PostgreSQL copies stay in
+# AB_BUILD_DIR between runs.  AB_WORKLOAD: the workload (robustness, the only
+# one); AB_ARGS: the tool's options (--rounds, --queries, --quick, ...; see
+# .venv/bin/python -m eddytools.ab_builds --help).
+AB_WORKLOAD ?= robustness
+AB_OUT ?= ab-results
+AB_ARGS ?=
+AB_BUILD_DIR ?= /tmp/eddy-ab
+ab: sysdeps venv
+	@if [ -z "$(OLD)" ] || [ -z "$(NEW)" ]; then \
+	  echo "usage: make ab OLD=<git rev> NEW=<git rev> [AB_ARGS=...]" >&2; exit 2; fi
+	$(VENV)/bin/python -m eddytools.ab_builds --old "$(OLD)" --new "$(NEW)" \
+	  --workload $(AB_WORKLOAD) --server-dir $(ROBUSTNESS_SERVER) --port $(ROBUSTNESS_PORT) \
+	  --build-dir $(AB_BUILD_DIR) --out $(AB_OUT) $(AB_ARGS)
 
 # Concurrent load on a throwaway server (assert-enabled build, as make test):
 # pgbench clients running checked eddy queries, backend memory sampled, the
