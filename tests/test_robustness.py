@@ -90,7 +90,12 @@ def test_quick_run_answers_equal_and_records(quick_run):
     for r in summary.values():
         assert r["rounds"] == 1 and r["ratio"] is not None
         assert r["ratio_low"] == r["ratio"] == r["ratio_high"]     # one round: no spread
-    assert [t["over"] for t in doc["totals"]] == ["all", "eddy"]
+    # all, with an Eddy, then one per kind among the queries
+    kinds = {k for q in doc["summary"] for k in q["kinds"].split(",")}
+    assert [t["over"] for t in doc["totals"]] == ["all", "eddy"] + [
+        k for k in misest.KINDS if k in kinds]
+    for t in doc["totals"][2:]:
+        assert t["queries"] == sum(t["over"] in q["kinds"].split(",") for q in doc["summary"])
     assert doc["totals"][0]["queries"] == len(names)
 
     with open(out / "measurements.csv") as f:

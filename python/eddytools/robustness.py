@@ -159,7 +159,7 @@ class SummaryRow:
 @dataclass
 class Totals:
     """The geometric means over a set of queries, with intervals."""
-    over: str                        # "all" or "eddy" (queries with an Eddy node)
+    over: str                        # "all", "eddy" (queries with an Eddy node) or a kind
     queries: int                     # queries in the geometric mean
     left_out: list[str]              # queries without on and off in every round
     geomean: float | None
@@ -433,6 +433,9 @@ def summarize(result: Result, queries: list[misest.Query], args: argparse.Namesp
     result.summary = rows
     result.totals = [totals_of("all", rows, result, args),
                      totals_of("eddy", [r for r in rows if r.eddy_nodes], result, args)]
+    # per kind: the queries built for it (a query may carry two kinds)
+    result.totals += [totals_of(k, mine, result, args) for k in misest.KINDS
+                      if (mine := [r for r in rows if k in r.kinds.split(",")])]
     result.spread = [spread_of(result, q, args, r) for q, r in zip(queries, rows, strict=True)
                      ] if args.random_starts else []
 
@@ -515,7 +518,7 @@ def report(result: Result) -> str:
     lines += ["| queries | n | geometric mean on/off | A/A | on/off CI low > 1.1 | "
               "CI high < 1.0 | left out |", "|---|---|---|---|---|---|---|"]
     for t in result.totals:
-        label = "all" if t.over == "all" else "with an Eddy"
+        label = {"all": "all", "eddy": "with an Eddy"}.get(t.over, f"kind: {t.over}")
         lines.append(f"| {label} | {t.queries} | {interval(t.geomean, t.low, t.high)} | "
                      f"{interval(t.aa_geomean, t.aa_low, t.aa_high)} | "
                      f"{', '.join(t.above_1_1) or '-'} | {len(t.below_1)} | "
