@@ -512,6 +512,9 @@ eddy_begin(CustomScanState *node, EState *estate, int eflags)
 			es->source_order[j] = tmp;
 		}
 	}
+	es->plan_order = palloc(sizeof(int) * es->nsources);
+	memcpy(es->plan_order, es->source_order, sizeof(int) * es->nsources);
+	EddyScheduleRescan(es);
 	es->nexchanges = -1;
 	for (i = 0; i < es->nsources; i++)
 		if (es->sources[i].method == EDDY_SOURCE_SCAN)
@@ -860,6 +863,7 @@ eddy_rescan(CustomScanState *node)
 	es->claims_checked = 0;
 	es->claims_won = 0;
 	EddySpillEnd(es, true);
+	EddyScheduleRescan(es);		/* the plan's reading order again */
 	for (i = 0; i < es->nmodules; i++)
 	{
 		EddyModule *m = es->modules[i];

@@ -94,6 +94,8 @@ extern void EddyExplainWorkers(EddyState *es, ExplainState *xs);
 /* schedule.c */
 extern void EddyScheduleInit(EddyState *es);
 extern int	EddyScheduleNext(EddyState *es);
+extern bool EddyScheduleDefer(EddyState *es, int i);
+extern void EddyScheduleRescan(EddyState *es);
 extern void EddyScheduleCheckHold(EddyState *es);
 
 /* explain.c */

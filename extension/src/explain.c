@@ -267,6 +267,7 @@ EddyExplain(CustomScanState *node, List *ancestors, ExplainState *xs)
 	List	   *context;
 	int			i;
 	bool		dropped_in_scans = false;
+	bool		deferred = false;
 
 	context = set_deparse_context_plan(xs->deparse_cxt, node->ss.ps.plan,
 									   ancestors);
@@ -293,7 +294,7 @@ EddyExplain(CustomScanState *node, List *ancestors, ExplainState *xs)
 			appendStringInfoString(&buf, ", reading");
 			for (i = 0; i < es->nsources; i++)
 			{
-				EddySource *src = &es->sources[es->source_order[i]];
+				EddySource *src = &es->sources[es->plan_order[i]];
 
 				if (src->method != EDDY_SOURCE_SCAN)
 					continue;
@@ -369,11 +370,15 @@ EddyExplain(CustomScanState *node, List *ancestors, ExplainState *xs)
 	if (!analyze)
 		return;
 	for (i = 0; i < es->nsources; i++)
+	{
 		if (es->sources[i].scan_dropped > 0 || es->sources[i].cut)
 			dropped_in_scans = true;	/* or not read to the end */
+		if (es->sources[i].deferred_at > 0)
+			deferred = true;
+	}
 	/* what the eddy read, where that is not what its scans returned */
 	if (!es->chain && (es->schedule != EDDY_SCHEDULE_BUILD || es->delayed ||
-					   dropped_in_scans || es->ended_loops > 0))
+					   dropped_in_scans || deferred || es->ended_loops > 0))
 	{
 		StringInfoData buf;
 
@@ -385,6 +390,20 @@ EddyExplain(CustomScanState *node, List *ancestors, ExplainState *xs)
 								 es->sources[i].nread,
 								 es->sources[i].cut ? " (cut)" : "");
 		ExplainPropertyText("Tuples Read", buf.data, xs);
+	}
+	if (deferred)
+	{
+		/* sources read last once they outgrew those left (schedule.c) */
+		StringInfoData buf;
+
+		initStringInfo(&buf);
+		for (i = 0; i < es->nsources; i++)
+			if (es->sources[i].deferred_at > 0)
+				appendStringInfo(&buf, "%s%s after " UINT64_FORMAT " tuples",
+								 buf.len > 0 ? ", " : "",
+								 es->sources[i].name ? es->sources[i].name : "?",
+								 es->sources[i].deferred_at);
+		ExplainPropertyText("Sources Deferred", buf.data, xs);
 	}
 	if (es->ended_loops > 0)
 	{

@@ -89,6 +89,9 @@ struct EddySource
 								 * tuples are of no use (module.h, cut) */
 	int			exhausted_rank; /* 1 for the first source to run out, ... */
 	uint64		nread;			/* tuples read */
+	uint64		defer_check_at; /* nread of the next deferral check
+								 * (schedule.c, EddyScheduleDefer) */
+	uint64		deferred_at;	/* nread when it was deferred, or 0 */
 	uint64		scan_dropped;	/* ... of which its scan dropped (local.c,
 								 * local chains), so did not return */
 	double		rate;			/* eddy.source_rates (proportional schedule) */
@@ -157,7 +160,9 @@ struct EddyState
 	int			nsources;
 	EddySource *sources;
 	uint32		all_sources;
-	int		   *source_order;	/* reading order */
+	int		   *source_order;	/* reading order (a deferral changes it) */
+	int		   *plan_order;		/* ... as the node began (restored by a
+								 * rescan) */
 	uint64		random_start;	/* eddy.random_start when the node began */
 	int			next_source;	/* position in source_order */
 	uint32		scanned;		/* sources read by a child plan */

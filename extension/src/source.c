@@ -177,6 +177,10 @@ EddyReadSource(EddyState *es)
 				es->next_source++;
 				continue;
 			}
+			/* a source far larger than those left: read it last (schedule.c) */
+			if (unlikely(es->sources[i].nread >= es->sources[i].defer_check_at) &&
+				EddyScheduleDefer(es, i))
+				continue;
 		}
 		else if ((i = EddyScheduleNext(es)) < 0)
 			return NULL;

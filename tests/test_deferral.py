@@ -1,0 +1,128 @@
+"""Deferral under the build schedule (issue 48; schedule.c, "Deferral"):
+a source being read that has returned twice as many tuples as the
+scanned sources left after it are expected to hold is read last instead,
+so that the small ones are stored and the rest of it streams.  Read from
+EXPLAIN ANALYZE's counters, never from time: "Sources Deferred", the
+tuples read, what each STAIR stored.  The reading orders come from
+eddy.random_start (EXPLAIN's "Random Start" names the order drawn).
+Every answer is PostgreSQL's."""
+
+from __future__ import annotations
+
+import psycopg
+import pytest
+
+from eddytools.db import eddy_nodes, explain_json, multiset, set_gucs, vanilla_multiset
+
+FACT = 20000
+DIMS = {"dfd1": 500, "dfd2": 300, "dfd3": 200}
+CHECK = 1024            # EDDY_DEFER_CHECK
+FACTOR = 2              # EDDY_DEFER_FACTOR
+STAR = """SELECT count(*), sum(f.v) FROM dff f
+          JOIN dfd1 d1 ON d1.id = f.d1 JOIN dfd2 d2 ON d2.id = f.d2
+          JOIN dfd3 d3 ON d3.id = f.d3
+          WHERE d1.x < 30 AND d2.x < 80"""
+# the same eddy rescanned with a parameter
+RESCANNED = """SELECT k.lim, (SELECT count(*) FROM dff f
+          JOIN dfd1 d1 ON d1.id = f.d1 JOIN dfd2 d2 ON d2.id = f.d2
+          WHERE d1.x < k.lim) FROM (VALUES (10), (50), (90)) k(lim)"""
+
+
+@pytest.fixture
+def df(eddy_conn):
+    conn = eddy_conn
+    conn.execute(f"""
+        CREATE TABLE dff AS
+            SELECT g AS id, g % 500 AS d1, (g * 7) % 300 AS d2, (g * 11) % 200 AS d3,
+                   g % 10 AS v
+            FROM generate_series(1, {FACT}) g;
+        CREATE TABLE dfd1 AS SELECT g AS id, g % 100 AS x FROM generate_series(0, 499) g;
+        CREATE TABLE dfd2 AS SELECT g AS id, g % 100 AS x FROM generate_series(0, 299) g;
+        CREATE TABLE dfd3 AS SELECT g AS id, g % 100 AS x FROM generate_series(0, 199) g;
+        ANALYZE dff, dfd1, dfd2, dfd3;
+    """)
+    set_gucs(conn, selection_min_cost=0, join_method="hash",
+             pg__max_parallel_workers_per_gather=0)
+    return conn
+
+
+def eddy_of(conn: psycopg.Connection, query: str) -> dict:
+    (eddy,) = eddy_nodes(explain_json(conn, query, analyze=True))
+    return eddy
+
+
+def reading(eddy: dict) -> list[str]:
+    return eddy["Random Start"].split("reading ")[1].split()
+
+
+def stored(eddy: dict, prefix: str) -> int:
+    """The most any STAIR keyed on one relation's columns stored (each of
+    its entries holds one row of the relation)."""
+    return max([s["Inserted"] for op in eddy["Operators"] for s in op.get("STAIRs", [])
+                if s["STAIR"].startswith(prefix)], default=0)
+
+
+def seeds_reading(conn: psycopg.Connection, first: bool) -> list[int]:
+    """Seeds whose drawn order reads the fact table first (or last)."""
+    found = []
+    for seed in range(1, 40):
+        set_gucs(conn, random_start=seed)
+        (eddy,) = eddy_nodes(explain_json(conn, STAR))
+        order = reading(eddy)
+        if (order[0] == "f") if first else (order[-1] == "f"):
+            found.append(seed)
+    assert found, "no seed draws that order"
+    return found
+
+
+def test_a_fact_table_read_first_is_read_last(df):
+    """Read first, the fact table outgrows the three dimensions after a
+    few thousand tuples: it is deferred at the first check past twice their
+    rows, the dimensions are read, and the rest of it streams unstored; it
+    is still read whole, and the answer is PostgreSQL's."""
+    want = vanilla_multiset(df, STAR)
+    dims = sum(DIMS.values())
+    bound = -(-FACTOR * dims // CHECK) * CHECK       # the first check past 2x
+    for seed in seeds_reading(df, first=True)[:3]:
+        set_gucs(df, random_start=seed)
+        eddy = eddy_of(df, STAR)
+        assert reading(eddy)[0] == "f"
+        assert eddy["Sources Deferred"] == f"f after {bound} tuples", eddy
+        assert f"f {FACT}" in eddy["Tuples Read"], eddy
+        # only what it returned before the deferral waits in its STAIRs
+        assert 0 < stored(eddy, "f.") <= bound, eddy
+        assert multiset(df.execute(STAR).fetchall()) == want, seed
+
+
+def test_a_fact_table_read_last_is_not_deferred(df):
+    """Read last, there is nothing to read after it: no deferral, nothing of
+    it stored."""
+    want = vanilla_multiset(df, STAR)
+    for seed in seeds_reading(df, first=False)[:2]:
+        set_gucs(df, random_start=seed)
+        eddy = eddy_of(df, STAR)
+        assert "Sources Deferred" not in eddy, eddy
+        assert stored(eddy, "f.") == 0, eddy
+        assert multiset(df.execute(STAR).fetchall()) == want, seed
+
+
+def test_the_planner_s_order_is_not_deferred(df):
+    """The build order PostgreSQL's plan gives reads the dimensions first."""
+    eddy = eddy_of(df, STAR)
+    assert "Sources Deferred" not in eddy, eddy
+
+
+@pytest.mark.parametrize("extra", [{}, {"debug_spill_after": 3000},
+                                   {"migration": "guarded", "debug_migrate_every": 3},
+                                   {"state_mode": "stems"}])
+def test_answers_with_a_deferral_under_other_settings(df, extra):
+    """A deferral with a forced spill after it, forced migrations, SteM
+    mode, and an eddy rescanned with a parameter (the plan's order again at
+    each rescan): the answers are PostgreSQL's."""
+    want = vanilla_multiset(df, STAR)
+    want_rescanned = vanilla_multiset(df, RESCANNED)
+    set_gucs(df, **extra)
+    for seed in seeds_reading(df, first=True)[:2]:
+        set_gucs(df, random_start=seed)
+        assert multiset(df.execute(STAR).fetchall()) == want, (extra, seed)
+        assert multiset(df.execute(RESCANNED).fetchall()) == want_rescanned, (extra, seed)
