@@ -712,10 +712,12 @@ def test_limit_stops_join_eddy_early(wisc, runner):
 def test_memory_limit_is_enforced(wisc, runner):
     """eddy.max_memory, both ways.  A block whose tables stored for certain
     exceed it keeps PostgreSQL's plan (which batches faster than the eddy
-    spills) and says so at DEBUG1.  One the planner underestimates (a
-    function declared ROWS 10 that returns 200,000 rows) spills past the
-    limit (spill.c) and returns PostgreSQL's rows, inside a transaction too,
-    as with the limit raised."""
+    spills) and says so at DEBUG1.  A function declared ROWS 10 that
+    returns 200,000 rows, read first, is deferred behind t1 (schedule.c:
+    it outgrew what is left to read) and streams, so nothing outgrows the
+    limit; two of them joined, one is stored whole, spills past the limit
+    (spill.c) and returns PostgreSQL's rows, inside a transaction too, as
+    with the limit raised."""
     conn = wisc
     q = ("SELECT t1.unique2, t2.stringu1 FROM t1 JOIN t2 ON t1.unique2 = t2.unique2 "
          "JOIN t3 ON t3.unique2 = t2.unique1")
@@ -729,6 +731,16 @@ def test_memory_limit_is_enforced(wisc, runner):
     set_gucs(conn, enabled="off")
     want = multiset(runner.rows(conn, q))
     assert len(want) > 0
+    set_gucs(conn, enabled="on", max_memory="1MB")
+    (eddy,) = eddy_nodes(explain_json(conn, q, analyze=True))
+    assert eddy["Sources Deferred"].startswith("m after "), eddy
+    assert "Batches Joined" not in eddy, eddy
+    assert multiset(runner.rows(conn, q)) == want
+
+    q = "SELECT m, m2 FROM many(200000) m JOIN many(150000) m2 ON m2 = m"
+    set_gucs(conn, enabled="off")
+    want = multiset(runner.rows(conn, q))
+    assert len(want) == 150000
     set_gucs(conn, enabled="on", max_memory="1MB")
     assert eddy_nodes(explain_json(conn, q))
     assert multiset(runner.rows(conn, q)) == want
