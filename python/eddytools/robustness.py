@@ -434,8 +434,8 @@ def summarize(result: Result, queries: list[misest.Query], args: argparse.Namesp
     result.totals = [totals_of("all", rows, result, args),
                      totals_of("eddy", [r for r in rows if r.eddy_nodes], result, args)]
     # per kind: the queries built for it (a query may carry two kinds)
-    result.totals += [totals_of(k, mine, result, args) for k in misest.KINDS
-                      if (mine := [r for r in rows if k in r.kinds.split(",")])]
+    result.totals += [totals_of(k, of_kind, result, args) for k in misest.KINDS
+                      if (of_kind := [r for r in rows if k in r.kinds.split(",")])]
     result.spread = [spread_of(result, q, args, r) for q, r in zip(queries, rows, strict=True)
                      ] if args.random_starts else []
 
