@@ -294,6 +294,9 @@ EddyIndexJoinBegin(EddyState *es, List *desc, int index)
 	EddyJoinTargets(m, ends, 1);
 	inner = &es->sources[ends->rel[1]];
 	Assert(inner->heap != NULL);	/* index-joined, or a hybrid join's */
+	/* what the inner's rows hang off, for the build schedule's deferral */
+	inner->fetched_by = ends->rel[0];
+	inner->fetch_fanout = Max(m->stats[0].prior_ratio, 0.0);
 
 	ij->indexoid = (Oid) intVal(list_nth(desc, EddyJoinIndexOid));
 	ij->jointype = (JoinType) intVal(list_nth(desc, EddyJoinType));

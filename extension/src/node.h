@@ -120,6 +120,10 @@ struct EddySource
 								 * slot's arrays, tuple.c), else 0 */
 	AttrNumber	max_attno;
 	TupleTableSlot *heapslot;
+	int			fetched_by;		/* the other end of the index join that
+								 * fetches it (set by that join's Begin), or
+								 * -1: what its rows hang off (schedule.c) */
+	double		fetch_fanout;	/* ... its planner's rows per probing tuple */
 };
 
 /* ----------------------------------------------------------------

@@ -22,7 +22,9 @@
  * whole, waiting for the sources after it.  So when the source being read
  * has returned EDDY_DEFER_FACTOR times as many tuples as the scanned
  * sources left after it are expected to hold in all (their planner's rows
- * not read yet; a source deferred before, as many again as it returned),
+ * not read yet; a source deferred before, as many again as it returned;
+ * and for each, the planner's rows its index joins fetch per row, through
+ * chains of them: those rows too are stored if it is read before i),
  * and at least EDDY_DEFER_CHECK, it is moved behind them
  * (EddyScheduleDefer, checked every EDDY_DEFER_CHECK tuples it reads): the
  * smaller ones are read and stored, and the rest of it streams last,
@@ -32,7 +34,10 @@
  * source is deferred at most once a scan.  Measured on the misestimation
  * workload under eddy.random_start (issue 48): m27's seed 2 read sales
  * third and stored 999,174 of its rows, 1.3 s against 150-240 ms for the
- * other seeds.  Not while spilling (batches read in build order), in a
+ * other seeds.  The fetched rows count since m34 (customer, 60,000 rows,
+ * deferred behind product's 20,000, whose 1,005 passing rows then fetched
+ * 36,000 sales through an index and stored them waiting for the rest of
+ * customer: 1.24x).  Not while spilling (batches read in build order), in a
  * parallel eddy that exchanges its state (every participant must read in
  * one order) or a one-source eddy.  A rescan restores the plan's order.
  * EXPLAIN ANALYZE: "Sources Deferred: s after N tuples".
@@ -511,6 +516,34 @@ EddyScheduleNext(EddyState *es)
 #define EDDY_DEFER_FACTOR	2.0
 
 /*
+ * The planner's rows the index joins fetch per row of scanned source x,
+ * through chains of them (x fetches p, p fetches q: p's fanout times q's).
+ */
+static double
+fetched_per_row(EddyState *es, int x)
+{
+	double		total = 0.0;
+	int			p;
+
+	for (p = 0; p < es->nsources; p++)
+	{
+		double		chain = 1.0;
+		int			y = p;
+		int			depth = 0;
+
+		while (y >= 0 && es->sources[y].method == EDDY_SOURCE_INDEX &&
+			   depth++ < es->nsources)
+		{
+			chain *= es->sources[y].fetch_fanout;
+			y = es->sources[y].fetched_by;
+		}
+		if (y == x && p != x)
+			total += chain;
+	}
+	return total;
+}
+
+/*
  * Should source i, being read in build order, be read last instead?  If
  * so, move it behind the scanned sources left and say true; the caller
  * reads the next one.  Called when i's tuples read reach defer_check_at.
@@ -530,15 +563,18 @@ EddyScheduleDefer(EddyState *es, int i)
 		return false;
 	for (k = es->next_source + 1; k < es->nsources; k++)
 	{
-		EddySource *o = &es->sources[es->source_order[k]];
+		int			x = es->source_order[k];
+		EddySource *o = &es->sources[x];
+		double		rows;
 
 		if (o->method != EDDY_SOURCE_SCAN || o->exhausted)
 			continue;
 		any = true;
 		if (o->deferred_at > 0)
-			left += Max(o->est_rows - (double) o->nread, (double) o->nread);
+			rows = Max(o->est_rows - (double) o->nread, (double) o->nread);
 		else
-			left += Max(o->est_rows - (double) o->nread, 1.0);
+			rows = Max(o->est_rows - (double) o->nread, 1.0);
+		left += rows * (1.0 + fetched_per_row(es, x));
 	}
 	if (!any || returned < EDDY_DEFER_FACTOR * left)
 		return false;
