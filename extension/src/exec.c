@@ -576,6 +576,7 @@ EddyPushFrame(EddyState *es, EddyModule *m, int dir, EddyTuple *probe)
 	f->dir = dir;
 	f->probe = probe;
 	f->timed = es->current_timed && !es->replaying;
+	f->nnext = 0;
 	return f;
 }
 

@@ -130,6 +130,8 @@
  * through its last fetch, not only its index_rescan: the heap fetches are
  * most of an index join's cost (a page read for every match of a cold
  * relation), and the routing weighs them against the other modules'.
+ * Past its first FETCH_TIMED_ALL fetches, one in FETCH_TIMED_ALL is timed
+ * and counted for the ones between (indexjoin_next).
  *
  * For the routing the join and its chain are one filter: the matches the
  * chain drops are counted apart (stats.dropped) and the rank policy scores
@@ -801,6 +803,13 @@ indexjoin_route(EddyState *es, EddyModule *m, int dir, EddyTuple *t)
 	return NULL;
 }
 
+/*
+ * A timed probe's fetches: the first FETCH_TIMED_ALL are timed, then one in
+ * FETCH_TIMED_ALL, counted for the ones between (two clock reads a fetch
+ * were 3% of m04's time: 966 timed probes of 31 matches each)
+ */
+#define FETCH_TIMED_ALL	8
+
 /* The next heap tuple the frame's index scan finds, joined, or NULL */
 static EddyTuple *
 indexjoin_next(EddyState *es, EddyFrame *f)
@@ -808,16 +817,19 @@ indexjoin_next(EddyState *es, EddyFrame *f)
 	EddyIndexJoin *ij = (EddyIndexJoin *) f->module;
 	EddyTuple  *r;
 
-	if (unlikely(f->timed))
+	if (unlikely(f->timed) &&
+		(f->nnext < FETCH_TIMED_ALL || f->nnext % FETCH_TIMED_ALL == 0))
 	{
 		/* the probe's cost is its index scan's: the fetches count with it */
 		double		start = eddy_now_ns();
+		double		weight = f->nnext < FETCH_TIMED_ALL ? 1.0 : FETCH_TIMED_ALL;
 
 		r = indexjoin_fetch(es, ij, f->probe);
-		f->module->stats[0].cost_ns += eddy_now_ns() - start;
+		f->module->stats[0].cost_ns += (eddy_now_ns() - start) * weight;
 	}
 	else
 		r = indexjoin_fetch(es, ij, f->probe);
+	f->nnext++;
 	if (r != NULL)
 		f->module->stats[0].out++;
 	return r;

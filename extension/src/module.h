@@ -92,6 +92,7 @@ struct EddyFrame
 	EddyTuple  *probe;
 	bool		timed;			/* the probe's route was timed: an index join
 								 * times its fetches too (mod_indexjoin.c) */
+	uint32		nnext;			/* next calls made (an index join's sampling) */
 	StairProbe	sp;				/* hash join: the probe of the dual STAIR */
 };
 
