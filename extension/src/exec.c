@@ -236,6 +236,7 @@ begin_sources(EddyState *es, List *descs, EState *estate, int eflags)
 		src->range_cols = src->ncols;
 		src->est_rows = floatVal(list_nth(d, EddySourceEstRows));
 		src->fetched_by = -1;
+		src->guarded = intVal(list_nth(d, EddySourceGuarded)) != 0;
 		/* an index-joined relation's alias; a scan's is its plan's (schedule.c) */
 		if (src->method != EDDY_SOURCE_SCAN)
 			src->name = strVal(list_nth(d, EddySourceAlias));

@@ -367,6 +367,21 @@ EddyExplain(CustomScanState *node, List *ancestors, ExplainState *xs)
 	if (es->exchange)
 		ExplainPropertyText("Parallel State", "exchanged after each source but the last", xs);
 
+	{
+		/* scanned and hashed where PostgreSQL probed per row (join_graph.c) */
+		StringInfoData buf;
+
+		initStringInfo(&buf);
+		for (i = 0; i < es->nsources; i++)
+			if (es->sources[i].guarded)
+				appendStringInfo(&buf, "%s%s", buf.len > 0 ? ", " : "",
+								 es->sources[i].name ? es->sources[i].name : "?");
+		if (buf.len > 0)
+		{
+			appendStringInfoString(&buf, " scanned: PostgreSQL's index nested loop rests on a one-row estimate the statistics clamped");
+			ExplainPropertyText("One-Row Guard", buf.data, xs);
+		}
+	}
 	if (!analyze)
 		return;
 	for (i = 0; i < es->nsources; i++)

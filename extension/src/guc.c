@@ -24,6 +24,7 @@ double		eddy_selection_min_cost = EDDY_DEFAULT_SELECTION_MIN_COST;
 bool		eddy_static_shj = false;
 bool		eddy_filter_before_store = true;
 bool		eddy_rank_lookahead = true;
+bool		eddy_one_row_guard = true;
 int			eddy_hybrid_route = EDDY_HYBRID_AUTO;
 int			eddy_hybrid_cache = EDDY_HYBRID_CACHE_AUTO;
 int			eddy_index_cache = EDDY_HYBRID_CACHE_AUTO;
@@ -246,6 +247,20 @@ EddyGucInit(void)
 							 "Off: each eligible module is scored alone, and a join that filters nothing "
 							 "never goes before a selective one, even when it leads to a more selective filter.",
 							 &eddy_rank_lookahead,
+							 true,
+							 PGC_USERSET,
+							 0,
+							 NULL,
+							 NULL,
+							 NULL);
+
+	DefineCustomBoolVariable("eddy.one_row_guard",
+							 "Distrust PostgreSQL's one-row estimates where its index nested loops rest on them.",
+							 "Under eddy.join_method = auto or hybrid, an index nested loop whose outer side holds a "
+							 "relation of 1,000 rows or more whose filters the statistics say leave less than one row "
+							 "(clamped to one; no unique key pinning it) becomes a hash join where that is the choice "
+							 "of least regret, should the relation return all of its rows.",
+							 &eddy_one_row_guard,
 							 true,
 							 PGC_USERSET,
 							 0,

@@ -14,7 +14,8 @@
  *	   those, no more;
  *	 - which joins it made as index nested loops (eddy.join_method = auto):
  *	   a parameterized index, index-only or bitmap heap scan on the inner
- *	   side (parameterized_index);
+ *	   side (parameterized_index), unless the loop rests on a one-row
+ *	   estimate the statistics clamped ("The one-row guard" below);
  *	 - the scan of each relation (its cheapest unparameterized path; not a
  *	   Gather in a block that runs once per outer row, EddySourcePath),
  *	   which becomes the eddy's source for it.
@@ -77,6 +78,7 @@
 #include "optimizer/tlist.h"
 #include "parser/parsetree.h"
 #include "utils/lsyscache.h"
+#include "utils/selfuncs.h"
 
 #include "clauses.h"
 #include "plan.h"
@@ -116,6 +118,8 @@ typedef struct NestLoopIndex
 {
 	Relids		outer_relids;
 	IndexPath  *inner;
+	double		outer_rows;		/* PostgreSQL's estimate of the outer side */
+	Cost		inner_cost;		/* ... and of one loop of the inner side */
 } NestLoopIndex;
 
 /*
@@ -245,6 +249,7 @@ collect_path_clauses(PlannerInfo *root, Path *path, List **clauses, List **evalo
 				if (IsA(path, NestPath))
 				{
 					Path	   *inner = jp->innerjoinpath;
+					Cost		inner_cost = inner->total_cost;
 
 					/* a nested loop joins on its filters and its inner's parameters */
 					*preferred = list_concat(*preferred, jp->joinrestrictinfo);
@@ -253,6 +258,7 @@ collect_path_clauses(PlannerInfo *root, Path *path, List **clauses, List **evalo
 
 					if (IsA(inner, MemoizePath))
 						inner = ((MemoizePath *) inner)->subpath;
+					inner_cost = inner->total_cost;
 					inner = parameterized_index(inner);
 					if (inner != NULL)
 					{
@@ -260,6 +266,8 @@ collect_path_clauses(PlannerInfo *root, Path *path, List **clauses, List **evalo
 
 						nl->outer_relids = jp->outerjoinpath->parent->relids;
 						nl->inner = (IndexPath *) inner;
+						nl->outer_rows = jp->outerjoinpath->rows;
+						nl->inner_cost = inner_cost;
 						*nestloops = lappend(*nestloops, nl);
 					}
 				}
@@ -688,9 +696,109 @@ EddyClassifyClauses(EddyJoinPath *jp, List *clauses, List *preferred,
 }
 
 /*
+ * The one-row guard (eddy.one_row_guard): how many times more outer rows
+ * than PostgreSQL estimated an index nested loop must be ready for, or 1
+ * where its estimate is to be trusted.
+ *
+ * An index nested loop that is cheap only because an estimate says one row
+ * is the classic disaster (issue 48).  PostgreSQL clamps a relation's rows
+ * to one when its statistics say its filters leave nothing, and that is
+ * what statistics taken before the data changed say of a value added since
+ * (the misestimation workload's m36: segment = 10 of ms_customer_st,
+ * estimated at 1 row, 42,000 rows: 42,000 bitmap scans of sales, 2.4 s,
+ * where a hash join over a scan of sales takes 0.5 s).  Such an estimate
+ * says nothing of how many rows there are.  So a base relation on the
+ * outer side with a filter clause whose selectivity times its rows rounds
+ * to no row by itself (under GUARD_MAX_RAW_ROWS: the statistics say no row
+ * has the value), of GUARD_MIN_TUPLES rows or more, and with no
+ * unique index pinned by equalities to constants (a key lookup's row is
+ * certain) may return all of its rows: the outer side's estimate may be
+ * its tuples over its rows times too small.  Estimates of one row that the
+ * statistics make (one of many distinct values: 1/n of n rows) are trusted,
+ * and so are products of clauses that each leave rows (m19: brand and
+ * category, 100 rows each of 20,000, 0.44 together under independence:
+ * made hash joins, 7.7 times PostgreSQL's time, for its few rows are right);
+ * so are the relations the guard passes over: the relation the loop goes
+ * into, a semi or anti join's.  A relation the guard makes scanned is
+ * exempt from the gate "parameterized scan lost" (plan_join.c), which keeps
+ * PostgreSQL's plan where the eddy would scan what it probes.
+ * EXPLAIN: "One-Row Guard" names the relations and why.
+ */
+#define GUARD_MIN_TUPLES	1000.0
+#define GUARD_MAX_RAW_ROWS	0.5
+
+static double
+one_row_distrust(PlannerInfo *root, EddyJoinPath *jp, Relids outer_relids,
+				 StringInfo why)
+{
+	double		factor = 1.0;
+	int			relid = -1;
+
+	while ((relid = bms_next_member(outer_relids, relid)) >= 0)
+	{
+		int			i = EddyRelIndex(jp, relid);
+		RelOptInfo *rel;
+		double		raw;
+		ListCell   *lc;
+
+		if (i < 0)
+			continue;
+		rel = jp->rels[i];
+		if (rel->rows > 1.0 || rel->tuples < GUARD_MIN_TUPLES ||
+			rel->baserestrictinfo == NIL)
+			continue;
+		/* the fewest rows one clause leaves by itself */
+		raw = rel->tuples;
+		foreach(lc, rel->baserestrictinfo)
+			raw = Min(raw, clause_selectivity(root, (Node *) lfirst(lc), 0,
+											  JOIN_INNER, NULL) * rel->tuples);
+		if (raw >= GUARD_MAX_RAW_ROWS ||
+			relation_has_unique_index_for(root, rel, NIL, NIL, NIL))
+			continue;
+		factor *= rel->tuples / Max(rel->rows, 1.0);
+		appendStringInfo(why, "%s\"%s\" estimated at %g of %.0f rows",
+						 why->len > 0 ? ", " : "",
+						 get_rel_name(planner_rt_fetch(relid, root)->relid),
+						 raw, rel->tuples);
+	}
+	return factor;
+}
+
+/*
+ * Should PostgreSQL's index nested loop nl into relation `into` be a hash
+ * join, its outer side between its estimate and `factor` times it?  The
+ * choice of least regret: a hash join costs a scan of the relation (its
+ * cheapest path) and a hash table entry per row whatever comes, and at
+ * worst regrets that much less the index join's cost at the estimate; the
+ * index join costs one loop of PostgreSQL's inner path per outer row, and
+ * at worst regrets its cost at factor times the estimate less the hash
+ * join's.  A hash join's worst is bounded by the scan, an index join's
+ * grows with the rows nobody predicted.
+ */
+static bool
+one_row_guard_prefers_hash(PlannerInfo *root, EddyJoinPath *jp, NestLoopIndex *nl,
+						   int into, double factor)
+{
+	RelOptInfo *rel = jp->rels[into];
+	Cost		hash;
+	Cost		index_regret;
+	Cost		hash_regret;
+
+	if (rel->cheapest_total_path == NULL)
+		return false;
+	hash = rel->cheapest_total_path->total_cost +
+		rel->rows * (cpu_tuple_cost + cpu_operator_cost);
+	index_regret = nl->outer_rows * factor * nl->inner_cost - hash;
+	hash_regret = hash - nl->outer_rows * nl->inner_cost;
+	return index_regret > hash_regret;
+}
+
+/*
  * eddy.join_method = auto: the candidate edges PostgreSQL's plan joins by an
  * index nested loop become index joins into the same relation, when the
- * eddy can use that index.
+ * eddy can use that index (and the one-row guard, above, does not make it a
+ * hash join: the edge is then still one PostgreSQL joins on, first in the
+ * spanning tree).
  */
 void
 EddyMarkNestLoopIndexJoins(PlannerInfo *root, EddyJoinPath *jp, List *candidates,
@@ -716,7 +824,31 @@ EddyMarkNestLoopIndexJoins(PlannerInfo *root, EddyJoinPath *jp, List *candidates
 		e = EddyFindEdge(candidates, from, into);
 		if (e != NULL && e->index_into < 0 &&
 			EddyEdgeIndexUsable(jp, e, into, nl->inner->indexinfo))
+		{
 			e->from_nestloop = true;
+			if (eddy_one_row_guard && jp->jointype[into] == JOIN_INNER &&
+				jp->jointype[from] == JOIN_INNER)
+			{
+				StringInfoData why;
+				double		factor;
+
+				initStringInfo(&why);
+				factor = one_row_distrust(root, jp, nl->outer_relids, &why);
+				if (factor > 1.0 &&
+					one_row_guard_prefers_hash(root, jp, nl, into, factor))
+				{
+					elog(DEBUG1, "eddy: index nested loop into relation \"%s\" made a hash join (eddy.one_row_guard): its outer side rests on %s",
+						 get_rel_name(planner_rt_fetch(jp->rels[into]->relid, root)->relid),
+						 why.data);
+					e->index_into = -1;
+					e->index = NULL;
+					e->index_clauses = NIL;
+					e->index_cols = NIL;
+					jp->guarded[into] = true;
+				}
+				pfree(why.data);
+			}
+		}
 	}
 }
 
@@ -1051,7 +1183,8 @@ EddyColumnsAndSourcePaths(PlannerInfo *root, EddyJoinPath *jp, Path **children)
  * than PostgreSQL's probes (a star whose fact table PostgreSQL reaches by
  * a bitmap index scan per qualifying dimension row took 13 times as long),
  * so the block keeps PostgreSQL's plan.  NULL if there is none.  Only with
- * eddy.join_method = auto: hash forces the eddy's hash joins.
+ * eddy.join_method = auto: hash forces the eddy's hash joins.  A relation
+ * the one-row guard made scanned is not lost: the guard weighed the scan.
  */
 Path *
 EddyParameterizedScanLost(EddyJoinPath *jp, Path *path)
@@ -1075,7 +1208,7 @@ EddyParameterizedScanLost(EddyJoinPath *jp, Path *path)
 				{
 					int			i = EddyRelIndex(jp, inner->parent->relid);
 
-					if (i >= 0 && jp->scanned[i])
+					if (i >= 0 && jp->scanned[i] && !jp->guarded[i])
 						return inner;
 				}
 				found = EddyParameterizedScanLost(jp, j->outerjoinpath);

@@ -124,6 +124,8 @@ struct EddySource
 								 * fetches it (set by that join's Begin), or
 								 * -1: what its rows hang off (schedule.c) */
 	double		fetch_fanout;	/* ... its planner's rows per probing tuple */
+	bool		guarded;		/* scanned, not probed per row: the one-row
+								 * guard's (join_graph.c) */
 };
 
 /* ----------------------------------------------------------------

@@ -198,6 +198,7 @@ EddySourcePrivate(EddySourceMethod method, int first_col, int ncols, int plan,
 	items[EddySourceHeapAttnos] = (Node *) EddyPrivateIntegers(attnos);
 	items[EddySourceEstRows] = (Node *) EddyPrivateFloat(rows);
 	items[EddySourceAlias] = (Node *) makeString(pstrdup(alias != NULL ? alias : ""));
+	items[EddySourceGuarded] = (Node *) makeInteger(0);
 	return EddyPrivateList(items, EddySourceNumItems);
 }
 

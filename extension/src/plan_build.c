@@ -211,6 +211,8 @@ make_sources(PlannerInfo *root, EddyJoinPath *jp, List *custom_plans,
 			source = EddySourcePrivate(EDDY_SOURCE_SCAN, first_col,
 									list_length(child->targetlist), plan_i,
 									InvalidOid, NIL, scan_rows, NULL);
+			if (jp->guarded[i])
+				lfirst(list_nth_cell(source, EddySourceGuarded)) = makeInteger(1);
 			plan_i++;
 		}
 		else

@@ -65,7 +65,8 @@
  *					index join into it (EddyParameterizedScanLost); the
  *					eddy would scan it whole.  A star whose fact table
  *					PostgreSQL probes by a bitmap index scan per dimension
- *					row took 13 times as long.  No threshold.
+ *					row took 13 times as long.  No threshold.  Not where
+ *					the one-row guard (join_graph.c) chose the scan.
  *	 parallel plan,	PostgreSQL would run the block in parallel (a Gather
  *	 no twin		over its partial plan costs less than its serial plan,
  *					or its plan runs joins under a Gather) and no parallel
@@ -375,6 +376,7 @@ EddyCreateJoinPath(PlannerInfo *root, RelOptInfo *joinrel, List *initial_rels,
 	jp->serial_basis = EddySerialCostBasis(joinrel);
 	jp->rels = palloc(sizeof(RelOptInfo *) * jp->nrels);
 	jp->scanned = palloc(sizeof(bool) * jp->nrels);
+	jp->guarded = palloc0(sizeof(bool) * jp->nrels);
 	jp->targets = palloc0(sizeof(PathTarget *) * jp->nrels);
 	jp->jointype = palloc(sizeof(JoinType) * jp->nrels);
 	jp->sjinfo = palloc0(sizeof(SpecialJoinInfo *) * jp->nrels);

@@ -55,6 +55,9 @@ typedef struct EddyJoinPath
 	int			nrels;
 	RelOptInfo **rels;
 	bool	   *scanned;		/* per relation: has a source scan */
+	bool	   *guarded;		/* ... because the one-row guard made
+								 * PostgreSQL's index nested loop into it a
+								 * hash join (join_graph.c) */
 	List	   *edges;			/* JoinEdges of the tree */
 	List	   *selections;		/* RestrictInfos routed as selections */
 	PathTarget **targets;		/* per relation: columns the eddy needs */

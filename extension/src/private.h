@@ -112,6 +112,9 @@ typedef enum EddySourcePrivateIndex
 	EddySourceEstRows,			/* Float: the planner's rows for the relation */
 	EddySourceAlias,			/* String: INDEX: the relation's alias (EXPLAIN;
 								 * a scan is named by its plan); SCAN: "" */
+	EddySourceGuarded,			/* Integer: SCAN: 1 if scanned because the
+								 * one-row guard made PostgreSQL's index nested
+								 * loop into it a hash join (join_graph.c) */
 	EddySourceNumItems
 } EddySourcePrivateIndex;
 
