@@ -38,7 +38,7 @@ EDDY_SETTINGS = {
     "eddy.migration", "eddy.debug_migrate_every", "eddy.state_mode", "eddy.routing_hold",
     "eddy.debug_spill_after", "eddy.parallel_exchange", "eddy.filter_before_store",
     "eddy.hybrid_route", "eddy.debug_index_delay", "eddy.random_start",
-    "eddy.hybrid_cache", "eddy.index_cache", "eddy.rank_lookahead",
+    "eddy.hybrid_cache", "eddy.index_cache", "eddy.rank_lookahead", "eddy.one_row_guard",
 }
 
 SCHEMA = """
@@ -265,7 +265,7 @@ def test_eddy_settings_are_per_session_only(sec):
                 "parallel_exchange": "always", "filter_before_store": "off",
                 "hybrid_route": "random", "debug_index_delay": "1000000",
                 "random_start": "2147483647", "hybrid_cache": "off",
-                "index_cache": "on", "rank_lookahead": "off"}
+                "index_cache": "on", "rank_lookahead": "off", "one_row_guard": "off"}
     assert {f"eddy.{k}" for k in extremes} == EDDY_SETTINGS
     with connect(user_dsn) as other_session, connect(admin_dsn) as admin_session:
         def shown(conn) -> dict[str, str]:
