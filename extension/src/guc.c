@@ -257,9 +257,9 @@ EddyGucInit(void)
 	DefineCustomBoolVariable("eddy.one_row_guard",
 							 "Distrust PostgreSQL's one-row estimates where its index nested loops rest on them.",
 							 "Under eddy.join_method = auto or hybrid, an index nested loop whose outer side holds a "
-							 "relation of 1,000 rows or more whose filters the statistics say leave less than one row "
-							 "(clamped to one; no unique key pinning it) becomes a hash join where that is the choice "
-							 "of least regret, should the relation return all of its rows.",
+							 "relation of 1,000 rows or more with a filter clause the statistics say leaves no row by "
+							 "itself (the estimate clamped to one; no unique key pinning it) becomes a hash join where "
+							 "that is the choice of least regret, should the relation return all of its rows.",
 							 &eddy_one_row_guard,
 							 true,
 							 PGC_USERSET,

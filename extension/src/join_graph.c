@@ -722,7 +722,8 @@ EddyClassifyClauses(EddyJoinPath *jp, List *clauses, List *preferred,
  * into, a semi or anti join's.  A relation the guard makes scanned is
  * exempt from the gate "parameterized scan lost" (plan_join.c), which keeps
  * PostgreSQL's plan where the eddy would scan what it probes.
- * EXPLAIN: "One-Row Guard" names the relations and why.
+ * EXPLAIN: "One-Row Guard" names the relations scanned; DEBUG1 says which
+ * estimate made each.
  */
 #define GUARD_MIN_TUPLES	1000.0
 #define GUARD_MAX_RAW_ROWS	0.5
@@ -776,8 +777,7 @@ one_row_distrust(PlannerInfo *root, EddyJoinPath *jp, Relids outer_relids,
  * grows with the rows nobody predicted.
  */
 static bool
-one_row_guard_prefers_hash(PlannerInfo *root, EddyJoinPath *jp, NestLoopIndex *nl,
-						   int into, double factor)
+one_row_guard_prefers_hash(EddyJoinPath *jp, NestLoopIndex *nl, int into, double factor)
 {
 	RelOptInfo *rel = jp->rels[into];
 	Cost		hash;
@@ -835,7 +835,7 @@ EddyMarkNestLoopIndexJoins(PlannerInfo *root, EddyJoinPath *jp, List *candidates
 				initStringInfo(&why);
 				factor = one_row_distrust(root, jp, nl->outer_relids, &why);
 				if (factor > 1.0 &&
-					one_row_guard_prefers_hash(root, jp, nl, into, factor))
+					one_row_guard_prefers_hash(jp, nl, into, factor))
 				{
 					elog(DEBUG1, "eddy: index nested loop into relation \"%s\" made a hash join (eddy.one_row_guard): its outer side rests on %s",
 						 get_rel_name(planner_rt_fetch(jp->rels[into]->relid, root)->relid),

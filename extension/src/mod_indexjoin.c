@@ -826,10 +826,14 @@ indexjoin_next(EddyState *es, EddyFrame *f)
 
 		r = indexjoin_fetch(es, ij, f->probe);
 		f->module->stats[0].cost_ns += (eddy_now_ns() - start) * weight;
+		f->nnext++;
 	}
 	else
+	{
 		r = indexjoin_fetch(es, ij, f->probe);
-	f->nnext++;
+		if (unlikely(f->timed))
+			f->nnext++;
+	}
 	if (r != NULL)
 		f->module->stats[0].out++;
 	return r;

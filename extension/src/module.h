@@ -92,7 +92,8 @@ struct EddyFrame
 	EddyTuple  *probe;
 	bool		timed;			/* the probe's route was timed: an index join
 								 * times its fetches too (mod_indexjoin.c) */
-	uint32		nnext;			/* next calls made (an index join's sampling) */
+	uint32		nnext;			/* a timed frame's next calls so far (an index
+								 * join's sampling of its fetches) */
 	StairProbe	sp;				/* hash join: the probe of the dual STAIR */
 };
 
