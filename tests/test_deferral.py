@@ -1,7 +1,9 @@
 """Deferral under the build schedule (issue 48; schedule.c, "Deferral"):
-a source being read that has returned twice as many tuples as the
-scanned sources left after it are expected to hold is read last instead,
-so that the small ones are stored and the rest of it streams.  Read from
+a source being read whose rest is expected to be twice what the last
+scanned source left after it holds is read last instead, so that the
+small ones are stored and the rest of it streams.  The rest of a
+sequential scan is what the share of its heap read so far says; of
+another source, as many again as it returned.  Read from
 EXPLAIN ANALYZE's counters, never from time: "Sources Deferred", the
 tuples read, what each STAIR stored.  The reading orders come from
 eddy.random_start (EXPLAIN's "Random Start" names the order drawn).
@@ -15,7 +17,6 @@ import pytest
 from eddytools.db import eddy_nodes, explain_json, multiset, set_gucs, vanilla_multiset
 
 FACT = 20000
-DIMS = {"dfd1": 500, "dfd2": 300, "dfd3": 200}
 CHECK = 1024            # EDDY_DEFER_CHECK
 FACTOR = 2              # EDDY_DEFER_FACTOR
 STAR = """SELECT count(*), sum(f.v) FROM dff f
@@ -76,13 +77,13 @@ def seeds_reading(conn: psycopg.Connection, first: bool) -> list[int]:
 
 
 def test_a_fact_table_read_first_is_read_last(df):
-    """Read first, the fact table outgrows the three dimensions after a
-    few thousand tuples: it is deferred at the first check past twice their
-    rows, the dimensions are read, and the rest of it streams unstored; it
-    is still read whole, and the answer is PostgreSQL's."""
+    """Read first, the fact table's heap says at the first check that the
+    rest of it is some 19,000 rows, far more than twice the last
+    dimension's few hundred: it is deferred there, the dimensions are
+    read, and the rest of it streams unstored; it is still read whole, and
+    the answer is PostgreSQL's."""
     want = vanilla_multiset(df, STAR)
-    dims = sum(DIMS.values())
-    bound = -(-FACTOR * dims // CHECK) * CHECK       # the first check past 2x
+    bound = CHECK
     for seed in seeds_reading(df, first=True)[:3]:
         set_gucs(df, random_start=seed)
         eddy = eddy_of(df, STAR)
@@ -128,6 +129,49 @@ def test_answers_with_a_deferral_under_other_settings(df, extra):
         assert multiset(df.execute(RESCANNED).fetchall()) == want_rescanned, (extra, seed)
 
 
+# a source with no heap to measure: a PL/pgSQL function PostgreSQL takes for
+# 10 rows, returning FN_ROWS; two tables of SIDE rows after it
+FN_ROWS = 20000
+SIDE = 3000
+FN = """SELECT count(*), sum(f.v) FROM dfn() f
+        JOIN dfa a ON a.id = f.a JOIN dfb b ON b.id = f.b"""
+
+
+def test_a_source_without_a_heap_is_deferred_at_twice_the_last(df):
+    """Read first, the function's rest is taken to be as many again as it
+    returned; it is deferred at the first check where that reaches twice
+    the last table's rows (its 3,000: the table between is stored either
+    way), not twice both tables' 6,000.  Only what it returned before
+    waits in its STAIRs; the answer is PostgreSQL's."""
+    df.execute(f"""
+        CREATE FUNCTION dfn() RETURNS TABLE (a int, b int, v int)
+            LANGUAGE plpgsql ROWS 10 AS $$
+            BEGIN
+                RETURN QUERY SELECT g % {SIDE}, (g * 7) % {SIDE}, g % 10
+                    FROM generate_series(1, {FN_ROWS}) g;
+            END $$;
+        CREATE TABLE dfa AS SELECT g AS id FROM generate_series(0, {SIDE - 1}) g;
+        CREATE TABLE dfb AS SELECT g AS id FROM generate_series(0, {SIDE - 1}) g;
+        ANALYZE dfa, dfb;
+    """)
+    want = vanilla_multiset(df, FN)
+    bound = -(-FACTOR * SIDE // CHECK) * CHECK       # the first check past 2x
+    seen = 0
+    for seed in range(1, 40):
+        set_gucs(df, random_start=seed)
+        eddy = eddy_of(df, FN)
+        if reading(eddy)[0] != "f":
+            continue
+        seen += 1
+        assert eddy["Sources Deferred"] == f"f after {bound} tuples", eddy
+        assert f"f {FN_ROWS}" in eddy["Tuples Read"], eddy
+        assert 0 < stored(eddy, "f.") <= bound, eddy
+        assert multiset(df.execute(FN).fetchall()) == want, seed
+        if seen == 2:
+            break
+    assert seen, "no seed reads f first"
+
+
 # m34's shape: the source left after c reaches the fact table through an
 # index join, so reading c first stores less than what p's rows would fetch
 FETCHED = """SELECT count(*), sum(f.v) FROM dxf f
@@ -135,7 +179,7 @@ FETCHED = """SELECT count(*), sum(f.v) FROM dxf f
 
 
 def test_rows_fetched_through_index_joins_count(eddy_conn):
-    """Read first, c (6,000 rows) returns twice the 2,000 rows of p, the
+    """Read first, c (6,000 rows) is three times the 2,000 rows of p, the
     source left; but p's rows fetch ten fact rows each through an index,
     and those would be stored waiting for the rest of c.  So c is not
     deferred; the answer is PostgreSQL's."""

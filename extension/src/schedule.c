@@ -19,27 +19,38 @@
  *
  * Deferral (build).  The build order is the planner's (or, under
  * eddy.random_start, a random one), and a source read early is stored
- * whole, waiting for the sources after it.  So when the source being read
- * has returned EDDY_DEFER_FACTOR times as many tuples as the scanned
- * sources left after it are expected to hold in all (their planner's rows
- * not read yet; a source deferred before, as many again as it returned;
- * and for each, the planner's rows its index joins fetch per row, through
- * chains of them: those rows too are stored if it is read before i),
- * and at least EDDY_DEFER_CHECK, it is moved behind them
- * (EddyScheduleDefer, checked every EDDY_DEFER_CHECK tuples it reads): the
- * smaller ones are read and stored, and the rest of it streams last,
- * stored only where something can still probe it, as a source read last
- * is.  The rows it returned stay where they are, so any reading order is
- * a valid history (the interleaving the proportional schedule makes); each
+ * whole, waiting for the sources after it.  Deferring the source being
+ * read, moving it behind the scanned sources left (EddyScheduleDefer,
+ * checked every EDDY_DEFER_CHECK tuples it reads), changes one thing:
+ * the sources between are stored either way, since its rows will probe
+ * them, but the last one, which would have streamed unstored, is stored
+ * instead of the rest of it.  So it is deferred when its rest is expected
+ * to be EDDY_DEFER_FACTOR times the last source's rows, each counting the
+ * planner's rows its index joins fetch per row (through chains of them:
+ * those rows are stored with it).  The rest of a sequential scan of a
+ * heap is what the share of its blocks read says (returned times
+ * (1 - f) / f), which is right after the data changed; of another source,
+ * as many again as it returned, so that at most the factor's multiple of
+ * the last source is stored before the deferral, renting until the rent
+ * paid reaches the price.  The last source's rows are the planner's (a
+ * source deferred before: as many again as it returned).  The rows a
+ * deferred source returned stay where they are, so any reading order is a
+ * valid history (the interleaving the proportional schedule makes); each
  * source is deferred at most once a scan.  Measured on the misestimation
  * workload under eddy.random_start (issue 48): m27's seed 2 read sales
  * third and stored 999,174 of its rows, 1.3 s against 150-240 ms for the
  * other seeds.  The fetched rows count since m34 (customer, 60,000 rows,
  * deferred behind product's 20,000, whose 1,005 passing rows then fetched
  * 36,000 sales through an index and stored them waiting for the rest of
- * customer: 1.24x).  Not while spilling (batches read in build order), in a
- * parallel eddy that exchanges its state (every participant must read in
- * one order) or a one-source eddy.  A rescan restores the plan's order.
+ * customer: 1.24x).  The first rule, deferring once the source had
+ * returned twice what all the sources left were expected to hold, let
+ * m17's seed 4 store 455,680 sales rows (the sum of eight dimensions'
+ * estimates, twice) and spill, 2.2 s against 0.71 s for seed 1 (in
+ * random-starts/ at b79d1e7); by the share of its heap, sales is deferred
+ * at the first check.  Not while
+ * spilling (batches read in build order), in a parallel eddy that
+ * exchanges its state (every participant must read in one order) or a
+ * one-source eddy.  A rescan restores the plan's order.
  * EXPLAIN ANALYZE: "Sources Deferred: s after N tuples".
  *
  * For experiments, eddy.source_rates multiplies a source's rate (by
@@ -75,6 +86,7 @@
 #include <float.h>
 #include <math.h>
 
+#include "access/heapam.h"
 #include "miscadmin.h"
 #include "nodes/nodeFuncs.h"
 #include "parser/parsetree.h"
@@ -544,24 +556,63 @@ fetched_per_row(EddyState *es, int x)
 }
 
 /*
+ * The share of a sequential scan's heap read so far, in (0, 1]; -1 if the
+ * source is not a serial sequential scan of a heap, or has not started.
+ * The relation's blocks are counted when the scan starts, so unlike the
+ * planner's rows this is right after the data changed.
+ */
+static double
+scan_fraction(PlanState *ps)
+{
+	ScanState  *ss = (ScanState *) ps;
+	HeapScanDesc hs;
+	BlockNumber done;
+
+	if (ps == NULL || !IsA(ps, SeqScanState) || ss->ss_currentScanDesc == NULL ||
+		ss->ss_currentRelation == NULL ||
+		ss->ss_currentRelation->rd_tableam != GetHeapamTableAmRoutine())
+		return -1.0;
+	hs = (HeapScanDesc) ss->ss_currentScanDesc;
+	if (hs->rs_base.rs_parallel != NULL || !hs->rs_inited ||
+		hs->rs_nblocks == 0 || !BlockNumberIsValid(hs->rs_cblock))
+		return -1.0;
+	done = (hs->rs_cblock + hs->rs_nblocks - hs->rs_startblock) % hs->rs_nblocks + 1;
+	return (double) done / (double) hs->rs_nblocks;
+}
+
+/*
  * Should source i, being read in build order, be read last instead?  If
  * so, move it behind the scanned sources left and say true; the caller
  * reads the next one.  Called when i's tuples read reach defer_check_at.
+ *
+ * Deferring i changes what is stored in one way only: the sources between
+ * are stored either way (i's rows will probe them), so what the last
+ * scanned source left would have streamed is stored instead of the rest
+ * of i.  So i is deferred when the rest of it is expected to be
+ * EDDY_DEFER_FACTOR times the last source's rows (each with the rows its
+ * index joins fetch, which are stored with it).  The rest of i: what a
+ * sequential scan's share of its heap read so far says, returned times
+ * (1 - f) / f; otherwise as many again as it returned, so that even
+ * without it at most the factor's multiple of the last source is stored
+ * before the deferral (the rule of renting until the rent paid reaches
+ * the price).  The last source's rows are the planner's (a source
+ * deferred before: as many again as it returned).
  */
 bool
 EddyScheduleDefer(EddyState *es, int i)
 {
 	EddySource *src = &es->sources[i];
 	double		returned = (double) (src->nread - src->scan_dropped);
-	double		left = 0.0;
-	bool		any = false;
+	double		rest = returned;
+	double		f;
+	double		last = -1.0;
 	int			k;
 
 	src->defer_check_at = src->nread + EDDY_DEFER_CHECK;
 	if (src->deferred_at > 0 || es->spill != NULL || es->exchange || es->chain ||
 		es->source_order[es->next_source] != i)
 		return false;
-	for (k = es->next_source + 1; k < es->nsources; k++)
+	for (k = es->nsources - 1; k > es->next_source; k--)
 	{
 		int			x = es->source_order[k];
 		EddySource *o = &es->sources[x];
@@ -569,14 +620,21 @@ EddyScheduleDefer(EddyState *es, int i)
 
 		if (o->method != EDDY_SOURCE_SCAN || o->exhausted)
 			continue;
-		any = true;
 		if (o->deferred_at > 0)
 			rows = Max(o->est_rows - (double) o->nread, (double) o->nread);
 		else
 			rows = Max(o->est_rows - (double) o->nread, 1.0);
-		left += rows * (1.0 + fetched_per_row(es, x));
+		last = rows * (1.0 + fetched_per_row(es, x));
+		break;
 	}
-	if (!any || returned < EDDY_DEFER_FACTOR * left)
+	if (last < 0)
+		return false;			/* i is the last scanned source */
+	f = scan_fraction(src->plan);
+	if (f > 0 && f < 1)
+		rest = returned * (1.0 - f) / f;
+	else if (f >= 1)
+		rest = 0;
+	if (rest * (1.0 + fetched_per_row(es, i)) < EDDY_DEFER_FACTOR * last)
 		return false;
 	memmove(&es->source_order[es->next_source], &es->source_order[es->next_source + 1],
 			sizeof(int) * (es->nsources - es->next_source - 1));
