@@ -201,16 +201,22 @@
  * is recorded (tuples routed) for EXPLAIN ANALYZE.
  *
  * eddy.random_start (the STAIRs paper's "the initial plan was chosen
- * randomly", 5.3): a seed, 0 for off.  Until EDDY_RANDOM_START_TUPLES
- * tuples have been routed, every signature goes to its eligible target of
- * the highest key EddyRandomStartHash(seed, target): a random priority
- * order of the targets, so one static plan, drawn from the seed, rather
- * than the planner's estimates.  Then the policy decides from what it has
- * observed (under it too), as it would have from the planner's start.
- * Under the fixed policy the random plan is kept to the end: a static
- * random plan to compare with.  The executor also reads the sources of
- * the build schedule in an order drawn from the seed (exec.c), which is
- * the state layout a random plan would have built.
+ * randomly", 5.3): a seed, 0 for off.  Until the first recomputation
+ * (eddy.reopt_frequency tuples routed), every signature goes to its
+ * eligible target of the highest key EddyRandomStartHash(seed, target): a
+ * random priority order of the targets, one static plan drawn from the
+ * seed, in place of the one the planner's estimates make.  Then the policy
+ * decides from what it has observed, as it would have from the planner's
+ * start: the random plan is the initial plan, and is kept as long as the
+ * planner's would be.  (It was kept for 1,000 tuples routed before, one
+ * half-life of the statistics; on the misestimation workload's smallest
+ * queries that was all of them: m13 routes 1,591 tuples, and its random
+ * plans sent products through the index into sales before the join that
+ * leaves none, 2-4x its best start.)  Under the fixed policy the random
+ * plan is kept to the end: a static random plan to compare with.  The
+ * executor also reads the sources of the build schedule in an order drawn
+ * from the seed (exec.c), which is the state layout a random plan would
+ * have built, and which lasts: the sources read early are stored.
  *
  * The chain.  When every module is a filter over one source, every tuple
  * of an epoch follows a prefix of one chain of targets, which the executor
@@ -247,8 +253,6 @@
 /* Timed visits per target per period, beside the tuples timed throughout */
 #define EDDY_TARGET_SAMPLES		2
 #define EDDY_TARGET_SAMPLE_PERIOD	100 /* routed tuples */
-/* eddy.random_start: tuples routed under the random plan */
-#define EDDY_RANDOM_START_TUPLES	((uint64) EDDY_STATS_HALFLIFE)
 /* Initial size of a hashed routing table */
 #define EDDY_ROUTE_ENTRIES		1024
 
@@ -301,7 +305,7 @@ EddyRouterInit(EddyRouter *router, EddyRouteTarget *targets, int ntargets,
 	router->source_rows = source_rows;
 	router->source_rows_arg = source_rows_arg;
 	router->random_start = random_start;
-	router->random_until = random_start != 0 ? EDDY_RANDOM_START_TUPLES : 0;
+	router->random_until = random_start != 0 ? (uint64) Max(reopt_frequency, 1) : 0;
 	if (policy == EDDY_POLICY_CUMULATIVE)
 	{
 		router->rows = palloc0(sizeof(double) * 2 * Max(nsources, 1));
