@@ -249,7 +249,8 @@ replay_probe_useless(EddyState *es, EddyHashJoin *hj, int dir, EddyTuple *t)
 /*
  * Insert into side dir's STAIR; the first insertion sizes its slot array
  * from the planner's estimate of the entries it likely holds (presize_rows,
- * join_state.c; a STAIR only probed keeps its small one, and one that
+ * join_state.c; a STAIR only probed keeps its small one, one of a source
+ * likely deferred a check's worth, its source's presize_cap, and one that
  * outgrows the estimate doubles).
  * The memory limit is checked every 64 insertions (and by the arenas'
  * block counts in between, which grow 64 kB at a time).
@@ -261,9 +262,17 @@ stair_insert(EddyState *es, EddyHashJoin *hj, int dir, uint32 hash, Datum *keys,
 	Stair	   *stair = hj->stair[dir];
 
 	if (unlikely(stair->nentries == 0 && stair->ngroups == 0))
-		StairPresize(stair, Min(hj->ends.presize_rows[dir],
-								(double) es->max_memory / 4 /
-								STAIR_PRESIZE_BYTES_PER_ENTRY));
+	{
+		double		rows = Min(hj->ends.presize_rows[dir],
+							   (double) es->max_memory / 4 /
+							   STAIR_PRESIZE_BYTES_PER_ENTRY);
+		double		cap = es->sources[hj->ends.rel[dir]].presize_cap;
+
+		/* a source likely deferred (schedule.c, "Presizing") */
+		if (cap > 0)
+			rows = Min(rows, cap);
+		StairPresize(stair, rows);
+	}
 	StairInsert(stair, hash, keys, payload);
 	if (unlikely(es->migrating))
 		note_sig(hj, dir, EddyPayloadIsRow(payload) ? 1u << hj->ends.rel[dir] :

@@ -92,6 +92,8 @@ struct EddySource
 	uint64		defer_check_at; /* nread of the next deferral check
 								 * (schedule.c, EddyScheduleDefer) */
 	uint64		deferred_at;	/* nread when it was deferred, or 0 */
+	double		presize_cap;	/* entries its STAIRs are presized for at
+								 * most, 0: no cap (schedule.c, "Presizing") */
 	uint64		scan_dropped;	/* ... of which its scan dropped (local.c,
 								 * local chains), so did not return */
 	double		rate;			/* eddy.source_rates (proportional schedule) */

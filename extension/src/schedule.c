@@ -24,15 +24,22 @@
  * checked every EDDY_DEFER_CHECK tuples it reads), changes one thing:
  * the sources between are stored either way, since its rows will probe
  * them, but the last one, which would have streamed unstored, is stored
- * instead of the rest of it.  So it is deferred when its rest is expected
- * to be EDDY_DEFER_FACTOR times the last source's rows, each counting the
- * planner's rows its index joins fetch per row (through chains of them:
- * those rows are stored with it).  The rest of a sequential scan of a
- * heap is what the share of its blocks read says (returned times
- * (1 - f) / f), which is right after the data changed; of another source,
- * as many again as it returned, so that at most the factor's multiple of
- * the last source is stored before the deferral, renting until the rent
- * paid reaches the price.  The last source's rows are the planner's (a
+ * instead of the rest of it, and the rest of it probes where the last
+ * source would have.  Storing a row costs more than probing with it (and
+ * holds memory), so the gain is the difference over the rows swapped: it
+ * pays where the rest is much larger than the last source.  So the source
+ * is deferred when its rest is expected to be a factor times the last
+ * source's rows, each counting the planner's rows its index joins fetch
+ * per row (through chains of them: those rows are stored with it).  The
+ * rest of a sequential scan of a heap is what the share of its blocks
+ * read says (returned times (1 - f) / f), which is right after the data
+ * changed, and the factor is EDDY_DEFER_HEAP_FACTOR: TPC-H Q14 at 64MB
+ * had part's 199,000 rows swapped for lineitem's 76,000 at 2 (1.06x
+ * PostgreSQL's time against 0.99x without the deferral, 6 rounds, within
+ * the noise but no gain).  Of another source the rest is taken to be as
+ * many again as it returned, and the factor is EDDY_DEFER_FACTOR, so that
+ * at most twice the last source is stored before the deferral, renting
+ * until the rent paid reaches the price.  The last source's rows are the planner's (a
  * source deferred before: as many again as it returned).  The rows a
  * deferred source returned stay where they are, so any reading order is a
  * valid history (the interleaving the proportional schedule makes); each
@@ -526,6 +533,8 @@ EddyScheduleNext(EddyState *es)
 /* Deferral ("Deferral" above): tuples between checks, and the factor */
 #define EDDY_DEFER_CHECK	1024
 #define EDDY_DEFER_FACTOR	2.0
+/* ... and the factor where the heap measured the rest ("Deferral" above) */
+#define EDDY_DEFER_HEAP_FACTOR	4.0
 
 /*
  * The planner's rows the index joins fetch per row of scanned source x,
@@ -553,6 +562,63 @@ fetched_per_row(EddyState *es, int x)
 			total += chain;
 	}
 	return total;
+}
+
+/* The planner's rows a scanned source has left (deferred: as many again) */
+static double
+rows_left(EddySource *o)
+{
+	if (o->deferred_at > 0)
+		return Max(o->est_rows - (double) o->nread, (double) o->nread);
+	return Max(o->est_rows - (double) o->nread, 1.0);
+}
+
+/*
+ * Presizing.  A hash join sizes a STAIR at its first insertion for the
+ * rows the planner expects it to hold (mod_hashjoin.c), and a source read
+ * early would be stored whole.  But a source the planner's rows say is
+ * EDDY_DEFER_HEAP_FACTOR times the last one is likely deferred at its
+ * first check, and its STAIRs would hold a check's worth of rows in
+ * slot arrays sized for all of it: m17's seed 2 read sales third, 1,024
+ * rows into three STAIRs sized for a million, 104 MB at the peak against
+ * 23 MB from the planner's start.  Such a source's presize_cap is
+ * 2 * EDDY_DEFER_CHECK entries (0: none); one that is not deferred after
+ * all grows its STAIRs by doubling.  A deferred source's STAIRs hold what
+ * it returned before the deferral (and what that makes with the sources
+ * read after it), the rest streaming: its cap is the rows it had read
+ * then.  Set at the start, at each rescan and after each deferral, for
+ * the order then.
+ */
+static void
+presize_caps(EddyState *es)
+{
+	int			last = -1;
+	int			k;
+
+	for (k = 0; k < es->nsources; k++)
+		es->sources[k].presize_cap = 0;
+	if (es->schedule != EDDY_SCHEDULE_BUILD || es->spill != NULL || es->exchange ||
+		es->chain || es->nsources < 2)
+		return;
+	for (k = es->nsources - 1; k >= 0 && last < 0; k--)
+		if (es->sources[es->source_order[k]].method == EDDY_SOURCE_SCAN)
+			last = es->source_order[k];
+	if (last < 0)
+		return;
+	for (k = 0; k < es->nsources; k++)
+	{
+		EddySource *o = &es->sources[k];
+
+		if (o->method != EDDY_SOURCE_SCAN)
+			continue;
+		if (o->deferred_at > 0)
+			o->presize_cap = (double) o->deferred_at;
+		else if (k != last &&
+				 rows_left(o) * (1.0 + fetched_per_row(es, k)) >=
+				 EDDY_DEFER_HEAP_FACTOR * rows_left(&es->sources[last]) *
+				 (1.0 + fetched_per_row(es, last)))
+			o->presize_cap = 2.0 * EDDY_DEFER_CHECK;
+	}
 }
 
 /*
@@ -588,15 +654,14 @@ scan_fraction(PlanState *ps)
  * Deferring i changes what is stored in one way only: the sources between
  * are stored either way (i's rows will probe them), so what the last
  * scanned source left would have streamed is stored instead of the rest
- * of i.  So i is deferred when the rest of it is expected to be
- * EDDY_DEFER_FACTOR times the last source's rows (each with the rows its
- * index joins fetch, which are stored with it).  The rest of i: what a
- * sequential scan's share of its heap read so far says, returned times
- * (1 - f) / f; otherwise as many again as it returned, so that even
- * without it at most the factor's multiple of the last source is stored
- * before the deferral (the rule of renting until the rent paid reaches
- * the price).  The last source's rows are the planner's (a source
- * deferred before: as many again as it returned).
+ * of i.  So i is deferred when the rest of it is expected to be a factor
+ * times the last source's rows (each with the rows its index joins fetch,
+ * which are stored with it): EDDY_DEFER_HEAP_FACTOR where a sequential
+ * scan's share of its heap read says what the rest is, returned times
+ * (1 - f) / f; otherwise EDDY_DEFER_FACTOR, the rest taken to be as many
+ * again as it returned.  The last source's rows are the planner's (a
+ * source deferred before: as many again as it returned).  See "Deferral"
+ * above.
  */
 bool
 EddyScheduleDefer(EddyState *es, int i)
@@ -616,30 +681,25 @@ EddyScheduleDefer(EddyState *es, int i)
 	{
 		int			x = es->source_order[k];
 		EddySource *o = &es->sources[x];
-		double		rows;
 
 		if (o->method != EDDY_SOURCE_SCAN || o->exhausted)
 			continue;
-		if (o->deferred_at > 0)
-			rows = Max(o->est_rows - (double) o->nread, (double) o->nread);
-		else
-			rows = Max(o->est_rows - (double) o->nread, 1.0);
-		last = rows * (1.0 + fetched_per_row(es, x));
+		last = rows_left(o) * (1.0 + fetched_per_row(es, x));
 		break;
 	}
 	if (last < 0)
 		return false;			/* i is the last scanned source */
 	f = scan_fraction(src->plan);
-	if (f > 0 && f < 1)
+	if (f > 0)
 		rest = returned * (1.0 - f) / f;
-	else if (f >= 1)
-		rest = 0;
-	if (rest * (1.0 + fetched_per_row(es, i)) < EDDY_DEFER_FACTOR * last)
+	if (rest * (1.0 + fetched_per_row(es, i)) <
+		(f > 0 ? EDDY_DEFER_HEAP_FACTOR : EDDY_DEFER_FACTOR) * last)
 		return false;
 	memmove(&es->source_order[es->next_source], &es->source_order[es->next_source + 1],
 			sizeof(int) * (es->nsources - es->next_source - 1));
 	es->source_order[es->nsources - 1] = i;
 	src->deferred_at = src->nread;
+	presize_caps(es);
 	return true;
 }
 
@@ -655,6 +715,7 @@ EddyScheduleRescan(EddyState *es)
 		es->sources[i].deferred_at = 0;
 		es->sources[i].defer_check_at = EDDY_DEFER_CHECK;
 	}
+	presize_caps(es);
 }
 
 /*
