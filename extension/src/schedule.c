@@ -21,32 +21,32 @@
  * eddy.random_start, a random one), and a source read early is stored
  * whole, waiting for the sources after it.  Deferring the source being
  * read, moving it behind the scanned sources left (EddyScheduleDefer,
- * checked every EDDY_DEFER_CHECK tuples it reads), changes one thing:
- * the sources between are stored either way, since its rows will probe
- * them, but the last one, which would have streamed unstored, is stored
- * instead of the rest of it, and the rest of it probes where the last
- * source would have.  Storing a row costs more than probing with it (and
- * holds memory), so the gain is the difference over the rows swapped: it
- * pays where the rest is much larger than the last source.  So the source
- * is deferred when its rest is expected to be a factor times the last
- * source's rows, each counting the planner's rows its index joins fetch
- * per row (through chains of them: those rows are stored with it).  The
- * rest of a sequential scan of a heap is what the share of its blocks
- * read says (returned times (1 - f) / f), which is right after the data
- * changed, and the factor is EDDY_DEFER_HEAP_FACTOR: TPC-H Q14 at 64MB
- * had part's 199,000 rows swapped for lineitem's 76,000 at 2 (1.06x
- * PostgreSQL's time against 0.99x without the deferral, 6 rounds, within
- * the noise but no gain).  Of another source the rest is taken to be as
- * many again as it returned, and the factor is EDDY_DEFER_FACTOR, so that
- * at most twice the last source is stored before the deferral, renting
- * until the rent paid reaches the price.  The last source's rows are the planner's (a
- * source deferred before: as many again as it returned).  The rows a
- * deferred source returned stay where they are, so any reading order is a
- * valid history (the interleaving the proportional schedule makes); each
- * source is deferred at most once a scan.  Measured on the misestimation
- * workload under eddy.random_start (issue 48): m27's seed 2 read sales
- * third and stored 999,174 of its rows, 1.3 s against 150-240 ms for the
- * other seeds.  The fetched rows count since m34 (customer, 60,000 rows,
+ * checked every EDDY_DEFER_CHECK tuples it reads), changes one thing: the
+ * sources between are stored either way, since its rows will probe them,
+ * but the last one, which would have streamed unstored, is stored instead
+ * of the rest of it, and the rest of it probes where the last source would
+ * have.  Storing a row costs more than probing with it (and holds memory),
+ * so the gain is the difference over the rows swapped: it pays where the
+ * rest is much larger than the last source.  So the source is deferred
+ * when its rest is expected to be a factor times the last source's rows,
+ * each counting the planner's rows its index joins fetch per row (through
+ * chains of them: those rows are stored with it).  The rest of a
+ * sequential scan of a heap is what the share of its blocks read says
+ * (returned times (1 - f) / f), which is right after the data changed, and
+ * the factor is EDDY_DEFER_HEAP_FACTOR: TPC-H Q14 at 64MB had part's
+ * 199,000 rows swapped for lineitem's 76,000 at 2 (1.06x PostgreSQL's time
+ * against 0.99x without the deferral, 6 rounds, within the noise but no
+ * gain).  Of another source the rest is taken to be as many again as it
+ * returned, and the factor is EDDY_DEFER_FACTOR, so that at most twice the
+ * last source is stored before the deferral, renting until the rent paid
+ * reaches the price.  The last source's rows are the planner's (a source
+ * deferred before: as many again as it returned).  The rows a deferred
+ * source returned stay where they are, so any reading order is a valid
+ * history (the interleaving the proportional schedule makes); each source
+ * is deferred at most once a scan.  Measured on the misestimation workload
+ * under eddy.random_start (issue 48): m27's seed 2 read sales third and
+ * stored 999,174 of its rows, 1.3 s against 150-240 ms for the other
+ * seeds.  The fetched rows count since m34 (customer, 60,000 rows,
  * deferred behind product's 20,000, whose 1,005 passing rows then fetched
  * 36,000 sales through an index and stored them waiting for the rest of
  * customer: 1.24x).  The first rule, deferring once the source had
@@ -54,10 +54,9 @@
  * m17's seed 4 store 455,680 sales rows (the sum of eight dimensions'
  * estimates, twice) and spill, 2.2 s against 0.71 s for seed 1 (in
  * random-starts/ at b79d1e7); by the share of its heap, sales is deferred
- * at the first check.  Not while
- * spilling (batches read in build order), in a parallel eddy that
- * exchanges its state (every participant must read in one order) or a
- * one-source eddy.  A rescan restores the plan's order.
+ * at the first check.  Not while spilling (batches read in build order),
+ * in a parallel eddy that exchanges its state (every participant must read
+ * in one order) or a one-source eddy.  A rescan restores the plan's order.
  * EXPLAIN ANALYZE: "Sources Deferred: s after N tuples".
  *
  * For experiments, eddy.source_rates multiplies a source's rate (by
