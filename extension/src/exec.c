@@ -347,6 +347,29 @@ source_rows(void *arg, int source, EddySourceRowsKind kind)
 }
 
 /*
+ * The router's waits: module mi's direction dir probes a state that holds
+ * nothing yet while sources of its far side are still to be read, so a
+ * tuple routed there is only stored (routing.c, rank_ratio).  Only for
+ * modules with two STAIRs.
+ */
+static bool
+target_waits(void *arg, int mi, int dir)
+{
+	EddyState  *es = (EddyState *) arg;
+	EddyModule *m = es->modules[mi];
+	EddyJoinSpec *ends;
+	Stair	   *far;
+
+	if (m->state == NULL || m->state->nstores != 2 || m->ndirs != 2 ||
+		m->state->spec == NULL || m->state->store == NULL)
+		return false;
+	ends = m->state->spec(m);
+	far = m->state->store(m, 1 - dir);
+	return far != NULL && far->nentries == 0 &&
+		(ends->side[1 - dir] & es->scanned & ~es->exhausted) != 0;
+}
+
+/*
  * Storing has a price (eddy.filter_before_store): a tuple routed to a
  * module that keeps state may be stored there, and a base tuple stored
  * before a selection of its own relation drops it costs memory and a probe
@@ -540,6 +563,7 @@ eddy_begin(CustomScanState *node, EState *estate, int eflags)
 				   eddy_reopt_frequency, eddy_lottery_window,
 				   UINT64CONST(0x5eed0edd) ^ (uint64) cscan->scan.plan.plan_node_id,
 				   es->random_start, es->nsources, source_rows, es);
+	es->router.waits = target_waits;
 	es->router.held = es->holding;	/* the initial decisions are made */
 	es->router.lookahead = eddy_rank_lookahead;
 	EddyMigrationInit(es);

@@ -33,6 +33,8 @@ typedef struct EddyModuleStats
 
 	/* the planner's estimates: the priors */
 	double		prior_ratio;	/* selectivity or fan-out */
+	bool		data_prior;		/* a join's, from its far side's complete
+								 * state (source.c, data_priors) */
 	double		prior_cost_ns;
 
 	/* policy state, updated at each recomputation (routing.c) */
@@ -163,6 +165,13 @@ typedef enum EddySourceRowsKind
 typedef double (*EddySourceRowsFn) (void *arg, int source,
 									EddySourceRowsKind kind);
 
+/*
+ * Would a tuple routed to module's direction dir only be stored, waiting
+ * for its far side (its state there empty, the side still being read)?
+ * Same arg as EddySourceRowsFn.
+ */
+typedef bool (*EddyTargetWaitsFn) (void *arg, int module, int dir);
+
 /* An entry of the hashed routing table */
 typedef struct EddyRouteEntry
 {
@@ -248,6 +257,7 @@ typedef struct EddyRouter
 	int			nsources;
 	EddySourceRowsFn source_rows;
 	void	   *source_rows_arg;
+	EddyTargetWaitsFn waits;	/* optional */
 	double	   *rows;			/* [2 * nsources]: read so far, planned */
 	double	   *module_sel;		/* [nmodules] */
 	int		   *module_target;	/* [nmodules] */

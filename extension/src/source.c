@@ -60,6 +60,50 @@ peek_sources(EddyState *es)
 	return true;
 }
 
+/*
+ * Priors from the data.  A join direction whose far side is read to its end
+ * probes a state that will not change: its STAIR's entries per group (per
+ * distinct key, as far as hashes tell) is the fan-out of a probe that finds
+ * its key, where the planner's estimate may be a default (joins on
+ * expressions: 1/200 per pair).  The prior becomes the lower of the two,
+ * and the direction is marked for exploration (routing.c, rank_ratio).
+ * Not while the eddy spills or exchanges its state (a STAIR is then not
+ * all of its side).
+ */
+static void
+data_priors(EddyState *es)
+{
+	int			mi;
+
+	if (es->spill != NULL || es->exchange)
+		return;
+	for (mi = 0; mi < es->nmodules; mi++)
+	{
+		EddyModule *m = es->modules[mi];
+		EddyJoinSpec *ends;
+		int			d;
+
+		if (m->state == NULL || m->state->spec == NULL ||
+			m->state->store == NULL || m->state->nstores != 2 || m->ndirs != 2)
+			continue;
+		ends = m->state->spec(m);
+		for (d = 0; d < 2; d++)
+		{
+			Stair	   *far = m->state->store(m, 1 - d);
+			EddyModuleStats *st = &m->stats[d];
+			double		fanout;
+
+			if (far == NULL || !far->complete || st->data_prior ||
+				(ends->side[1 - d] & es->scanned & ~es->exhausted) != 0)
+				continue;
+			fanout = far->ngroups > 0 ?
+				(double) far->nentries / (double) far->ngroups : 0.0;
+			st->prior_ratio = Min(st->prior_ratio, fanout);
+			st->data_prior = true;
+		}
+	}
+}
+
 /* Source i has no more rows (for this participant, or at all) */
 void
 EddySourceExhausted(EddyState *es, int i)
@@ -69,6 +113,7 @@ EddySourceExhausted(EddyState *es, int i)
 	src->exhausted = true;
 	src->exhausted_rank = ++es->nexhausted;
 	es->exhausted |= 1u << i;
+	data_priors(es);
 	es->check_end = true;
 	if (unlikely(es->holding))
 		EddyScheduleCheckHold(es);
