@@ -381,16 +381,22 @@ def test_guarded_looks_again_only_when_the_routing_changed(eddy_conn, schedule):
     """On data that does not change (a star on unique keys), the guarded
     policy looks for misplaced state after a recomputation only if a routing
     decision changed since its last look found nothing: under rank, whose
-    decisions settle, it looks once in hundreds of recomputations and moves
-    nothing; under random routing (new decisions every epoch) it looks
-    after most of them.  The answers stay PostgreSQL's."""
+    decisions settle, it looks a few times in hundreds of recomputations
+    and moves nothing; under random routing (new decisions every epoch) it
+    looks after most of them.  The answers stay PostgreSQL's.
+
+    Under the build schedule k1's three joins probe complete states, and
+    rank explores each for its first tuples (routing.c, rank_ratio): the
+    decision changes once as each exploration ends, so up to 3 more looks
+    than the 1-2 of a rank that never explores (4 of 349 measured)."""
     eddy_conn.execute(STATIC)
     eddies = eddies_under(eddy_conn, STATIC_QUERY, "routing_policy", ("rank", "random"),
                           source_schedule=schedule, migration="guarded")
     looks = {r: (e["Migration Checks"], e["Recomputations"]) for r, e in eddies.items()}
     assert eddies["rank"]["Migrations"] == 0
     checks, recomputations = looks["rank"]
-    assert recomputations >= 300 and 1 <= checks <= 2, looks
+    explored = 3 if schedule == "build" else 0
+    assert recomputations >= 300 and 1 <= checks <= 2 + explored, looks
     checks, recomputations = looks["random"]
     assert checks >= recomputations // 3, looks
 
