@@ -349,24 +349,18 @@ source_rows(void *arg, int source, EddySourceRowsKind kind)
 /*
  * The router's waits: module mi's direction dir probes a state that holds
  * nothing yet while sources of its far side are still to be read, so a
- * tuple routed there is only stored (routing.c, rank_ratio).  Only for
- * modules with two STAIRs.
+ * tuple routed there is only stored (routing.c, score_targets).  Only
+ * for modules with two STAIRs.
  */
 static bool
 target_waits(void *arg, int mi, int dir)
 {
 	EddyState  *es = (EddyState *) arg;
-	EddyModule *m = es->modules[mi];
-	EddyJoinSpec *ends;
-	Stair	   *far;
+	uint32		far_side = 0;
+	Stair	   *far = EddyJoinFarStair(es->modules[mi], dir, &far_side);
 
-	if (m->state == NULL || m->state->nstores != 2 || m->ndirs != 2 ||
-		m->state->spec == NULL || m->state->store == NULL)
-		return false;
-	ends = m->state->spec(m);
-	far = m->state->store(m, 1 - dir);
 	return far != NULL && far->nentries == 0 &&
-		(ends->side[1 - dir] & es->scanned & ~es->exhausted) != 0;
+		(far_side & es->scanned & ~es->exhausted) != 0;
 }
 
 /*

@@ -313,6 +313,22 @@ struct EddyJoinSpec
 	List	   *keyexprs[2];	/* the key expressions, for EXPLAIN */
 };
 
+/*
+ * The STAIR that direction dir of join module m probes (its far side's),
+ * with that side's sources in *far_side; NULL for a module without two
+ * STAIRs.  For what the state says to routing (exec.c, target_waits;
+ * source.c, data_priors).
+ */
+static inline Stair *
+EddyJoinFarStair(EddyModule *m, int dir, uint32 *far_side)
+{
+	if (m->state == NULL || m->state->nstores != 2 || m->ndirs != 2 ||
+		m->state->spec == NULL || m->state->store == NULL)
+		return NULL;
+	*far_side = m->state->spec(m)->side[1 - dir];
+	return m->state->store(m, 1 - dir);
+}
+
 extern void EddyJoinSpecInit(EddyState *es, EddyJoinSpec *ends, List *desc);
 extern void EddyJoinTargets(EddyModule *m, EddyJoinSpec *ends, int ndirs);
 extern bool EddyJoinKeysComputed(EddyState *es, EddyJoinSpec *ends, int side,

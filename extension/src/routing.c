@@ -57,9 +57,9 @@
  *			 Under the build schedule a join's far end is read whole or
  *			 not at all when it is probed.  A join whose far state is
  *			 empty while its far side is being read can only store the
- *			 tuple: its ratio is 1, not the zeros it observed, and its
- *			 score just above 0 (rank_ratio), so filters come before
- *			 storing, and joins that pass or multiply after it.
+ *			 tuple (a wait): its ratio is 1, not the zeros it observed,
+ *			 and its score just above 0 (rank_ratio), so filters come
+ *			 before storing, and joins that pass or multiply after it.
  *			 The cumulative policy's own estimates take rows read so far
  *			 (the STAIRs paper's |S_tau|) and its selection placement
  *			 keeps the unprojected ratios.
@@ -250,8 +250,9 @@
 #define EDDY_STATS_HALFLIFE		1000.0
 /* Weight, in tuples, of the planner's estimates */
 #define EDDY_PRIOR_TUPLES		2.0
-#define EDDY_STORE_RATIO		(1.0 + 1e-6)
-#define EDDY_STORE_SCORE		1e-9
+/* A wait's score, over 1 + the planner's fan-out (rank_ratio) */
+#define EDDY_WAIT_SCORE			1e-9
+/* Exploration of a join into a complete state (rank_ratio) */
 #define EDDY_EXPLORE_RATIO		0.5
 #define EDDY_EXPLORE_FANOUT		10.0
 #define EDDY_EXPLORE_TUPLES		64
@@ -461,27 +462,33 @@ stats_ratio(EddyModuleStats *st)
  *
  * A join whose far state holds nothing while its far side is still being
  * read (router->waits) can only store a tuple routed to it (a wait):
- * nothing comes out now, and the
- * zeros it has observed say nothing of its fan-out.  Scored by them it was
- * the best filter there is and took every tuple first, so a tuple was
- * stored before the joins that could have dropped it (002 Figure 8, setup
- * 18: a path t1-t2-t3-t4 read in that order; each t3 row waited for t4 in
- * t3-t4's state instead of probing t2's, complete, first, and t4 made
- * 469,000 results there instead of 47,000: 3.5x PostgreSQL's plan).
- * Storing neither drops the tuple nor multiplies it now: its ratio is 1
- * (EDDY_STORE_RATIO marks it), its score just above 0 (score_targets).
- * So a join that filters (fan-out below 1, complete far end) or a
- * selection runs before it, and the waiting join stores what they pass; a
- * join that passes every tuple or multiplies runs after it, on the stored
- * tuple's results when the far end comes, which the joins beyond may
- * filter first.  A join of fan-out 1 (an index join to a dimension) would
- * only widen what is stored: with the wait's score at 0 or below, the
- * misestimation workload's m35 from a random start stored 75,000 sales
- * with their customers, 58 MB, and spilled (0.96 s, against 0.42 s
- * storing the sales alone).  Between two waits, the lower the planner's
- * fan-out the higher the score.  (The planner's fan-out plus one, tried
- * instead, sent tuples through multiplying joins before storing them:
- * setups 40 and 99 went from 0.92x and 0.75x to 2.69x and 1.52x.)
+ * nothing comes out now, and the zeros it has observed say nothing of its
+ * fan-out.  Scored by them it was the best filter there is and took every
+ * tuple first, so a tuple was stored before the joins that could have
+ * dropped it (002 Figure 8, setup 18: a path t1-t2-t3-t4 read in that
+ * order; each t3 row waited for t4 in t3-t4's state instead of probing
+ * t2's, complete, first, and t4 made 469,000 results there instead of
+ * 47,000: 3.5x PostgreSQL's plan).  A wait neither drops the tuple nor
+ * multiplies it now: score_targets gives it a ratio of 1 and a score just
+ * above 0, lower the larger the planner's fan-out (which breaks ties
+ * between waits).  So a join that filters (fan-out below 1, complete far
+ * end) or a selection runs before it, and the waiting join stores what
+ * they pass; a join that passes every tuple or multiplies runs after it,
+ * on the stored tuple's results when the far end comes, which the joins
+ * beyond may filter first.  A join of fan-out 1 (an index join to a
+ * dimension) would only widen what is stored: with the wait's score at 0
+ * or below, the misestimation workload's m35 from a random start stored
+ * 75,000 sales with their customers, 58 MB, and spilled (0.96 s, against
+ * 0.42 s storing the sales alone).  (The planner's fan-out plus one for
+ * every wait, tried instead, sent tuples through multiplying joins before
+ * storing them: setups 40 and 99 went from 0.92x and 0.75x to 2.69x and
+ * 1.52x.)  The lookahead neither paths through a wait nor ends at one.
+ *
+ * A join whose far side was read to its end, whose prior the state set
+ * (source.c, data_priors) at most EDDY_EXPLORE_FANOUT, is scored as
+ * EDDY_EXPLORE_RATIO until it has taken EDDY_EXPLORE_TUPLES tuples: a
+ * planner default (1/200 per pair on expressions) no longer keeps it from
+ * being tried, and what it costs is bounded.
  */
 static double
 rank_ratio(EddyRouter *router, EddyRouteTarget *t)
@@ -489,7 +496,10 @@ rank_ratio(EddyRouter *router, EddyRouteTarget *t)
 	EddyModuleStats *st = t->stats;
 	double		observed = st->w_out - st->w_dropped;
 
-	if (t->far != 0 && router->source_rows != NULL)
+	if (st->data_prior && st->in < EDDY_EXPLORE_TUPLES &&
+		st->prior_ratio <= EDDY_EXPLORE_FANOUT)
+		return Min(st->prior_ratio, EDDY_EXPLORE_RATIO);	/* (above) */
+	if (t->far != 0 && observed > 0 && st->w_in > 0 && router->source_rows != NULL)
 	{
 		double		read = router->source_rows(router->source_rows_arg,
 											   t->far_rel, EDDY_ROWS_READ);
@@ -497,14 +507,7 @@ rank_ratio(EddyRouter *router, EddyRouteTarget *t)
 												   t->far_rel,
 												   EDDY_ROWS_EXPECTED);
 
-		if (router->waits != NULL ?
-			router->waits(router->source_rows_arg, t->module, t->dir) :
-			read == 0 && expected > 0)
-			return EDDY_STORE_RATIO;	/* it can only store (above) */
-		if (st->data_prior && st->in < EDDY_EXPLORE_TUPLES &&
-			st->prior_ratio <= EDDY_EXPLORE_FANOUT)
-			return Min(st->prior_ratio, EDDY_EXPLORE_RATIO);
-		if (observed > 0 && st->w_in > 0 && read > 0 && read < expected)
+		if (read > 0 && read < expected)
 		{
 			double		ratio = observed / st->w_in;
 			double		projected = Min(ratio * (expected / read),
@@ -735,11 +738,19 @@ score_targets(EddyRouter *router)
 		switch (router->policy)
 		{
 			case EDDY_POLICY_RANK:
-				st->rank_ratio = rank_ratio(router, &router->targets[i]);
 				st->rank_cost = stats_cost(st);
+				st->rank_wait = router->targets[i].far != 0 && router->waits != NULL &&
+					router->waits(router->source_rows_arg, router->targets[i].module,
+								  router->targets[i].dir);
+				if (st->rank_wait)
+				{
+					/* a wait (rank_ratio's header) */
+					st->rank_ratio = 1.0;
+					st->score = EDDY_WAIT_SCORE / (1.0 + st->prior_ratio);
+					break;
+				}
+				st->rank_ratio = rank_ratio(router, &router->targets[i]);
 				st->score = (1.0 - st->rank_ratio) / st->rank_cost;
-				if (st->rank_ratio == EDDY_STORE_RATIO)
-					st->score = EDDY_STORE_SCORE / (1.0 + st->prior_ratio);
 				break;
 			case EDDY_POLICY_CUMULATIVE:
 				st->score = (1.0 - stats_ratio(st)) / stats_cost(st);
@@ -1101,7 +1112,7 @@ rank_lookahead(EddyRouter *router, uint32 spans, uint64 done,
 		int			first = -1;
 		int			steps = 0;
 
-		if ((done & (UINT64CONST(1) << ft->module)) != 0 ||
+		if ((done & (UINT64CONST(1) << ft->module)) != 0 || ft->stats->rank_wait ||
 			ft->stats->rank_ratio >= 1.0 || ft->stats->score <= best ||
 			(spans & ~ft->allow) != 0 ||
 			EddyRouteTargetEligible(ft, spans, done))
@@ -1125,7 +1136,7 @@ rank_lookahead(EddyRouter *router, uint32 spans, uint64 done,
 			}
 			if (step < 0)
 				break;
-			if (router->targets[step].stats->rank_ratio == EDDY_STORE_RATIO)
+			if (router->targets[step].stats->rank_wait)
 			{
 				first = -1;		/* it would store the tuple, not lead on */
 				break;

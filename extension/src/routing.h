@@ -59,6 +59,7 @@ typedef struct EddyModuleStats
 	double		window_next_ns; /* ... and where the current one began */
 	uint64		window_next_samples;
 	double		score;			/* rank or lottery weight: higher goes first */
+	bool		rank_wait;		/* rank: the target only stores (routing.c) */
 	double		rank_ratio;		/* rank: the ratio and cost (ns) behind the */
 	double		rank_cost;		/* score, for the lookahead (routing.c) */
 

@@ -80,21 +80,17 @@ data_priors(EddyState *es)
 	for (mi = 0; mi < es->nmodules; mi++)
 	{
 		EddyModule *m = es->modules[mi];
-		EddyJoinSpec *ends;
 		int			d;
 
-		if (m->state == NULL || m->state->spec == NULL ||
-			m->state->store == NULL || m->state->nstores != 2 || m->ndirs != 2)
-			continue;
-		ends = m->state->spec(m);
-		for (d = 0; d < 2; d++)
+		for (d = 0; d < m->ndirs; d++)
 		{
-			Stair	   *far = m->state->store(m, 1 - d);
+			uint32		far_side = 0;
+			Stair	   *far = EddyJoinFarStair(m, d, &far_side);
 			EddyModuleStats *st = &m->stats[d];
 			double		fanout;
 
 			if (far == NULL || !far->complete || st->data_prior ||
-				(ends->side[1 - d] & es->scanned & ~es->exhausted) != 0)
+				(far_side & es->scanned & ~es->exhausted) != 0)
 				continue;
 			fanout = far->ngroups > 0 ?
 				(double) far->nentries / (double) far->ngroups : 0.0;
