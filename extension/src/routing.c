@@ -488,18 +488,34 @@ stats_ratio(EddyModuleStats *st)
  * (source.c, data_priors) at most EDDY_EXPLORE_FANOUT, is scored as
  * EDDY_EXPLORE_RATIO until it has taken EDDY_EXPLORE_TUPLES tuples: a
  * planner default (1/200 per pair on expressions) no longer keeps it from
- * being tried, and what it costs is bounded.
+ * being tried, and what it costs is bounded.  So is a join whose far end
+ * is partly read (it has given rows and is not exhausted: the projection
+ * above has something to scale) and whose planner's fan-out multiplies,
+ * at most EDDY_EXPLORE_FANOUT: under the proportional schedule every
+ * state fills while it is probed, and such a join was never tried while a
+ * wait scored just above 0 (002 Figure 8, setup 31: a t1-t2 join of
+ * fan-out 0.33 that the planner put at 5; 22,000 of t1's 50,000 rows
+ * waited for t3, of fan-out 1.8, first).  Not one the planner puts at 1
+ * or less: the ordinary scores already weigh it against a wait and a
+ * filter (the Eddies paper's Figure 13: S's tuples wait for the delayed R
+ * in R-S, of prior 0.2, rather than probe S-T, of fan-out 0.9, first),
+ * and where its fan-out ties another's (a star on unique keys read at one
+ * pace: both 0.5 observed) a join that took no tuples would stay explored
+ * and the decision flip at each recomputation.
  */
 static double
 rank_ratio(EddyRouter *router, EddyRouteTarget *t)
 {
 	EddyModuleStats *st = t->stats;
 	double		observed = st->w_out - st->w_dropped;
+	bool		explore = st->in < EDDY_EXPLORE_TUPLES &&
+		st->prior_ratio <= EDDY_EXPLORE_FANOUT;
+	bool		measured = observed > 0 && st->w_in > 0;
 
-	if (st->data_prior && st->in < EDDY_EXPLORE_TUPLES &&
-		st->prior_ratio <= EDDY_EXPLORE_FANOUT)
+	if (explore && st->data_prior)
 		return Min(st->prior_ratio, EDDY_EXPLORE_RATIO);	/* (above) */
-	if (t->far != 0 && observed > 0 && st->w_in > 0 && router->source_rows != NULL)
+	explore = explore && st->prior_ratio > 1.0; /* a far end partly read */
+	if (t->far != 0 && router->source_rows != NULL && (explore || measured))
 	{
 		double		read = router->source_rows(router->source_rows_arg,
 											   t->far_rel, EDDY_ROWS_READ);
@@ -509,10 +525,14 @@ rank_ratio(EddyRouter *router, EddyRouteTarget *t)
 
 		if (read > 0 && read < expected)
 		{
-			double		ratio = observed / st->w_in;
-			double		projected = Min(ratio * (expected / read),
-										Max(ratio, st->prior_ratio));
+			double		ratio;
+			double		projected;
 
+			if (explore)
+				return EDDY_EXPLORE_RATIO;	/* (above) */
+			ratio = observed / st->w_in;
+			projected = Min(ratio * (expected / read),
+							Max(ratio, st->prior_ratio));
 			return (projected * st->w_in + EDDY_PRIOR_TUPLES * st->prior_ratio) /
 				(st->w_in + EDDY_PRIOR_TUPLES);
 		}
