@@ -60,6 +60,10 @@
  *			 tuple (a wait): its ratio is 1, not the zeros it observed,
  *			 and its score just above 0 (rank_ratio), so filters come
  *			 before storing, and joins that pass or multiply after it.
+ *			 A join whose planner's fan-out may be a default is tried
+ *			 for its first tuples (rank_ratio, EDDY_EXPLORE_TUPLES):
+ *			 into a complete state, with a prior from the state; into
+ *			 one still filling, where the planner says it multiplies.
  *			 The cumulative policy's own estimates take rows read so far
  *			 (the STAIRs paper's |S_tau|) and its selection placement
  *			 keeps the unprojected ratios.
