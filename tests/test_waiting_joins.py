@@ -40,14 +40,19 @@ PREFIX = "SELECT t1.v, t2.v, t3.v FROM p1 t1, p2 t2, p3 t3 " \
     "WHERE t2.u % 10000 = t1.u % 10000 + 9800 AND t2.u % 10000 = t3.u % 10000 + 1600"
 
 
-@pytest.fixture
-def path(eddy_conn):
-    conn = eddy_conn
-    for name, n in SIZES.items():
-        # u: a permutation of 0 .. n - 1, as the Wisconsin tables' unique1
+def create_tables(conn, sizes: dict[str, int]) -> None:
+    """Table name of n rows: u a permutation of 0 .. n - 1 (as the Wisconsin
+    tables' unique1), v the row's place in the heap."""
+    for name, n in sizes.items():
         conn.execute(f"CREATE TABLE {name} AS SELECT (g * 7919) % {n} AS u, g AS v "
                      f"FROM generate_series(0, {n - 1}) g")
         conn.execute(f"ANALYZE {name}")
+
+
+@pytest.fixture
+def path(eddy_conn):
+    conn = eddy_conn
+    create_tables(conn, SIZES)
     set_gucs(conn, join_method="hash", source_schedule="build",
              pg__max_parallel_workers_per_gather=0)
     return conn
@@ -111,10 +116,7 @@ WHERE t1.u % 1000 + 670 = t2.u % 1000 AND t1.u % 150 = t3.u % 150 AND t3.v >= 27
 @pytest.fixture
 def filling(eddy_conn):
     conn = eddy_conn
-    for name, n in PARTIAL.items():
-        conn.execute(f"CREATE TABLE {name} AS SELECT (g * 7919) % {n} AS u, g AS v "
-                     f"FROM generate_series(0, {n - 1}) g")
-        conn.execute(f"ANALYZE {name}")
+    create_tables(conn, PARTIAL)
     set_gucs(conn, join_method="hash", source_schedule="proportional",
              routing_policy="rank", reopt_frequency=100,
              pg__max_parallel_workers_per_gather=0)

@@ -256,7 +256,7 @@
 #define EDDY_PRIOR_TUPLES		2.0
 /* A wait's score, over 1 + the planner's fan-out (rank_ratio) */
 #define EDDY_WAIT_SCORE			1e-9
-/* Exploration of a join into a complete state (rank_ratio) */
+/* Exploring a join whose planner's fan-out may be a default (rank_ratio) */
 #define EDDY_EXPLORE_RATIO		0.5
 #define EDDY_EXPLORE_FANOUT		10.0
 #define EDDY_EXPLORE_TUPLES		64
