@@ -195,6 +195,7 @@ extern double eddy_selection_min_cost;
 extern bool eddy_static_shj;
 extern bool eddy_filter_before_store;
 extern bool eddy_rank_lookahead;
+extern bool eddy_hot_keys;
 extern bool eddy_one_row_guard;
 extern int	eddy_hybrid_route;
 extern int	eddy_hybrid_cache;		/* EddyHybridCache */

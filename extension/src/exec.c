@@ -655,6 +655,19 @@ route_current(EddyState *es)
 			return output_tuple(es, t);
 		tg = &es->targets[target];
 		m = es->modules[tg->module];
+		if (unlikely(m->hot_keys) && !es->replaying && m->methods->hot(es, m, t))
+		{
+			/* content-based routing: a filter first, if one can go */
+			int			alt = EddyRouteFilterInstead(router, t->spans, t->done, target);
+
+			if (alt >= 0)
+			{
+				tg->stats->hot_deferred++;
+				target = alt;
+				tg = &es->targets[target];
+				m = es->modules[tg->module];
+			}
+		}
 		if (es->current_fresh)
 		{
 			es->current_fresh = false;

@@ -24,6 +24,7 @@ double		eddy_selection_min_cost = EDDY_DEFAULT_SELECTION_MIN_COST;
 bool		eddy_static_shj = false;
 bool		eddy_filter_before_store = true;
 bool		eddy_rank_lookahead = true;
+bool		eddy_hot_keys = true;
 bool		eddy_one_row_guard = true;
 int			eddy_hybrid_route = EDDY_HYBRID_AUTO;
 int			eddy_hybrid_cache = EDDY_HYBRID_CACHE_AUTO;
@@ -247,6 +248,18 @@ EddyGucInit(void)
 							 "Off: each eligible module is scored alone, and a join that filters nothing "
 							 "never goes before a selective one, even when it leads to a more selective filter.",
 							 &eddy_rank_lookahead,
+							 true,
+							 PGC_USERSET,
+							 0,
+							 NULL,
+							 NULL,
+							 NULL);
+
+	DefineCustomBoolVariable("eddy.hot_keys",
+							 "An index join's probe of a key the statistics say is common waits for the tuple's filters.",
+							 "Off: a tuple routed to an index join probes it whatever its key, even one that "
+							 "matches a large share of the relation while a filter could still drop the tuple.",
+							 &eddy_hot_keys,
 							 true,
 							 PGC_USERSET,
 							 0,

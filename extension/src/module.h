@@ -108,6 +108,12 @@ struct EddyFrame
  * rescan	forget all state, for a rescan.
  * end		release resources.
  * explain	its EXPLAIN lines or properties.
+ * hot		optional, asked only of a module that set EddyModule.hot_keys:
+ *			would t's probe here be of a hot key, one the statistics say
+ *			matches many times the join's average (mod_indexjoin.c, "Hot
+ *			keys")?  If so the loop routes t to a filter first where it has
+ *			one eligible (EddyRouteFilterInstead, routing.c), and here once
+ *			it has none: content-based routing.  Never during a replay.
  *
  * joins	a capability, not a kind: route may make tuples that span more
  *			sources than the tuple routed (a join).  The loop runs the
@@ -125,6 +131,7 @@ typedef struct EddyModuleMethods
 	void		(*end) (EddyState *es, EddyModule *m);
 	void		(*explain) (EddyState *es, EddyModule *m, List *context,
 							bool useprefix, ExplainState *xs);
+	bool		(*hot) (EddyState *es, EddyModule *m, EddyTuple *t);
 } EddyModuleMethods;
 
 /*
@@ -239,6 +246,7 @@ struct EddyModule
 	Expr	   *expr;			/* predicate or join condition, for EXPLAIN */
 	EddyPredicate *filter;		/* a filter's predicate, or NULL */
 	uint32		ends;			/* a join's two end sources (0: a selection) */
+	bool		hot_keys;		/* the loop asks methods->hot before route */
 	int			ndirs;
 	EddyRouteTarget target[2];	/* route conditions per direction */
 	int			target_index[2];	/* their index in the router */

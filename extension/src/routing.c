@@ -1183,6 +1183,52 @@ rank_lookahead(EddyRouter *router, uint32 spans, uint64 done,
 	}
 }
 
+/*
+ * Content-based routing (module.h, hot): for a tuple of signature (spans,
+ * done) whose probe of target except would be of a hot key, the eligible
+ * target other than except expected to pass the fewest tuples per tuple
+ * in, if that is under one, else -1.  A join's is its observed ratio with
+ * the prior (stats_ratio), but never under the planner's fan-out while its
+ * far end is still being read: what its state holds so far says little of
+ * what the tuple will meet (a wait stores it, to come out when the far end
+ * brings a match).  Not under the fixed and random policies, whose plans
+ * are baselines.  Not cached in the table: a hot key is rare, by
+ * definition, and its signature's other tuples keep the table's choice.
+ */
+int
+EddyRouteFilterInstead(EddyRouter *router, uint32 spans, uint64 done, int except)
+{
+	double		lowest = 1.0;
+	int			best = -1;
+	int			i;
+
+	if (router->policy == EDDY_POLICY_FIXED || router->policy == EDDY_POLICY_RANDOM)
+		return -1;
+	for (i = 0; i < router->ntargets; i++)
+	{
+		EddyRouteTarget *t = &router->targets[i];
+		double		r;
+
+		if (i == except || !EddyRouteTargetEligible(t, spans, done))
+			continue;
+		r = stats_ratio(t->stats);
+		if (t->far != 0)
+		{
+			if (router->source_rows == NULL)
+				continue;
+			if (router->source_rows(router->source_rows_arg, t->far_rel, EDDY_ROWS_READ) <
+				router->source_rows(router->source_rows_arg, t->far_rel, EDDY_ROWS_EXPECTED))
+				r = Max(r, t->stats->prior_ratio);
+		}
+		if (r < lowest)
+		{
+			lowest = r;
+			best = i;
+		}
+	}
+	return best;
+}
+
 /* The policy's choice for a signature in this epoch */
 static int
 choose_target(EddyRouter *router, uint32 spans, uint64 done)

@@ -28,6 +28,8 @@ typedef struct EddyModuleStats
 	uint64		dropped;		/* an index join: of its results, those its
 								 * fetch chain dropped (mod_indexjoin.c) */
 	uint64		first;			/* source tuples it was the first choice of */
+	uint64		hot_deferred;	/* tuples sent to a filter first instead, their
+								 * probe here being of a hot key (module.h) */
 	uint64		samples;		/* timed visits */
 	double		cost_ns;		/* their summed time */
 
@@ -310,6 +312,8 @@ extern void EddyRouterRelease(EddyRouter *router);
 extern uint64 EddyRandomStartHash(uint64 seed, uint64 key);
 extern int	EddyRouterChoose(EddyRouter *router, uint32 spans, uint64 done);
 extern int	EddyRouterLookup(EddyRouter *router, uint32 spans, uint64 done);
+extern int	EddyRouteFilterInstead(EddyRouter *router, uint32 spans, uint64 done,
+								   int except);
 extern void EddyRouterReoptimize(EddyRouter *router);
 extern void EddyRouterSetPolicy(EddyRouter *router, EddyRoutingPolicy policy);
 extern void EddyRouterOpenRun(EddyRouter *router, int lane, int target);
