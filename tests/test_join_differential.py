@@ -39,6 +39,7 @@ from eddytools.db import (
     eddy_reasons,
     explain_json,
     hybrid_settings,
+    hot_keys_settings,
     lookahead_settings,
     migration_settings,
     multiset,
@@ -197,7 +198,8 @@ def random_settings(rng: random.Random) -> dict:
     settings |= parallel_settings(repr(settings))
     settings |= spill_settings(repr(settings))
     settings |= random_start_settings(repr(settings))
-    return settings | lookahead_settings(repr(settings))
+    settings |= lookahead_settings(repr(settings))
+    return settings | hot_keys_settings(repr(settings))
 
 
 def same_outcome(got: tuple, want: tuple, ordered: bool) -> bool:

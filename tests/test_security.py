@@ -39,6 +39,7 @@ EDDY_SETTINGS = {
     "eddy.debug_spill_after", "eddy.parallel_exchange", "eddy.filter_before_store",
     "eddy.hybrid_route", "eddy.debug_index_delay", "eddy.random_start",
     "eddy.hybrid_cache", "eddy.index_cache", "eddy.rank_lookahead", "eddy.one_row_guard",
+    "eddy.hot_keys",
 }
 
 SCHEMA = """
@@ -265,7 +266,8 @@ def test_eddy_settings_are_per_session_only(sec):
                 "parallel_exchange": "always", "filter_before_store": "off",
                 "hybrid_route": "random", "debug_index_delay": "1000000",
                 "random_start": "2147483647", "hybrid_cache": "off",
-                "index_cache": "on", "rank_lookahead": "off", "one_row_guard": "off"}
+                "index_cache": "on", "rank_lookahead": "off", "one_row_guard": "off",
+                "hot_keys": "off"}
     assert {f"eddy.{k}" for k in extremes} == EDDY_SETTINGS
     with connect(user_dsn) as other_session, connect(admin_dsn) as admin_session:
         def shown(conn) -> dict[str, str]:

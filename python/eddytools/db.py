@@ -270,6 +270,13 @@ def lookahead_settings(tag: str) -> dict:
         ["on", "on", "on", "off"])}
 
 
+def hot_keys_settings(tag: str) -> dict:
+    """An index join's hot keys (eddy.hot_keys: on, its default, three times
+    in four), from its own generator seeded by ``tag`` so that adding it
+    changes no other draw."""
+    return {"hot_keys": random.Random(f"hot_keys:{tag}").choice(["on", "on", "on", "off"])}
+
+
 # Parallel plans forced (the cost of starting workers and of passing tuples
 # set to zero, any table large enough), and the servers' own settings, which
 # a run that does not force them sets back.

@@ -77,6 +77,7 @@ from eddytools.db import (
     ensure_eddy,
     explain_json,
     hybrid_settings,
+    hot_keys_settings,
     lookahead_settings,
     migration_settings,
     multiset,
@@ -166,6 +167,7 @@ def settings_for(rng: random.Random, per_query: int) -> list[dict]:
         out[-1] |= random_start_settings(f"{k}:{out[-1]}")
         out[-1] |= hybrid_settings(f"{k}:{out[-1]}", str(out[-1]["join_method"]))
         out[-1] |= lookahead_settings(f"{k}:{out[-1]}")
+        out[-1] |= hot_keys_settings(f"{k}:{out[-1]}")
     return out
 
 
