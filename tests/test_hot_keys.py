@@ -70,13 +70,19 @@ def test_the_setting(eddy_conn):
 
 def test_hot_keys_come_from_the_statistics(hk):
     """Key 0 alone is hot (half the facts; the others have 10 rows each);
-    EXPLAIN shows it without ANALYZE; off, or without statistics, none."""
+    EXPLAIN shows it without ANALYZE; off, under row-level security, or
+    without statistics, none."""
     op = the_index_join(hk, DROPPED, analyze=False)
     assert op["Hot Keys"] == 1, op
     assert op["Hot Key Matches"] >= 1000, op
     set_gucs(hk, hot_keys="off")
     assert "Hot Keys" not in the_index_join(hk, DROPPED, analyze=False)
     set_gucs(hk, hot_keys="on")
+    # row-level security: the statistics may describe rows the user cannot see
+    hk.execute("ALTER TABLE hkf ENABLE ROW LEVEL SECURITY")
+    assert "Hot Keys" not in the_index_join(hk, DROPPED, analyze=False)
+    hk.execute("ALTER TABLE hkf DISABLE ROW LEVEL SECURITY")
+    assert the_index_join(hk, DROPPED, analyze=False)["Hot Keys"] == 1
     hk.execute("DELETE FROM pg_statistic WHERE starelid = 'hkf'::regclass")
     assert "Hot Keys" not in the_index_join(hk, DROPPED, analyze=False)
 

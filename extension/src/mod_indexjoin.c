@@ -151,7 +151,11 @@
  * executor allows (done bits).  EXPLAIN: "Hot Keys: N (M matches or more
  * each)", and under ANALYZE the probes deferred.  The statistics are read
  * when the node starts; a key that is hot but not in the statistics is
- * probed as any other.
+ * probed as any other.  Not over a relation with row-level security,
+ * whose statistics may describe rows the user cannot see (the planner
+ * feeds such statistics to leakproof functions only,
+ * statistic_proc_security_check; the query's own privileges on the
+ * columns it joins on are checked by the executor, as for any scan).
  *
  * A timed probe (one tuple in EDDY_COST_SAMPLE_INTERVAL, exec.c) is timed
  * through its last fetch, not only its index_rescan: the heap fetches are
@@ -1221,6 +1225,8 @@ hot_keys_init(EddyIndexJoin *ij, EddySource *inner, int col)
 
 	if (attno <= 0 || reltuples <= 0)
 		return;					/* an expression, or never analyzed */
+	if (inner->heap->rd_rel->relrowsecurity)
+		return;					/* the statistics may describe hidden rows */
 	tup = SearchSysCache3(STATRELATTINH,
 						  ObjectIdGetDatum(RelationGetRelid(inner->heap)),
 						  Int16GetDatum(attno), BoolGetDatum(false));
