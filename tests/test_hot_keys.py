@@ -137,3 +137,36 @@ def test_fixed_and_random_policies_keep_their_plans(hk):
             op = the_index_join(hk, DROPPED)
             assert op["Hot Probes Deferred"] == 0, (policy, seed, op)
             assert multiset(hk.execute(DROPPED).fetchall()) == expected
+
+
+FOUR = """SELECT count(*), sum(f.v), sum(g.x) FROM hkd d JOIN hkf f ON f.k = d.id
+          JOIN hkc c ON c.id = d.cat JOIN hkg g ON g.id = f.v
+          WHERE c.dept = 1 AND g.x < 3"""
+SELECTED = """SELECT c.dept, count(*) FROM hkd d JOIN hkf f ON f.k = d.id
+              JOIN hkc c ON c.id = d.cat WHERE d.id % 3 = 0 AND c.dept <> 2
+              GROUP BY c.dept"""
+
+
+def test_every_answer_is_postgresqls_under_the_services(hk):
+    """Hot probes deferred under every policy that defers them, from the
+    planner's start and a random one, with state migration (forced at every
+    point of stasis), SteM mode and spilling: every answer is PostgreSQL's,
+    and some runs defer."""
+    hk.execute("CREATE TABLE hkg AS SELECT g AS id, g % 5 AS x FROM generate_series(0, 6) g;"
+               "ANALYZE hkg")
+    queries = (DROPPED, KEPT, FOUR, SELECTED)
+    expected = {q: vanilla_multiset(hk, q) for q in queries}
+    deferred = 0
+    for policy in ("rank", "cumulative", "lottery"):
+        for seed in (0, 3):
+            for migration, every in (("off", 0), ("guarded", 0), ("greedy", 1)):
+                for mode in ("stairs", "stems"):
+                    for spill in (0, 500):
+                        set_gucs(hk, routing_policy=policy, random_start=seed,
+                                 migration=migration, debug_migrate_every=every,
+                                 state_mode=mode, debug_spill_after=spill)
+                        for q in queries:
+                            got = multiset(hk.execute(q).fetchall())
+                            assert got == expected[q], (policy, seed, migration, mode, spill, q)
+                        deferred += the_index_join(hk, DROPPED).get("Hot Probes Deferred", 0)
+    assert deferred > 0
