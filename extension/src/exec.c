@@ -374,6 +374,19 @@ target_waits(void *arg, int mi, int dir)
  * Every tuple routed there spans the end relation (its need), and such a
  * filter needs that relation alone and has only filters of it as
  * prerequisites, so the constraint can always be met.
+ *
+ * The price is paid only where the tuple would be stored.  A direction that
+ * only probes (the state interface's probe_only: no source that could probe
+ * what it stores is left to read, so a relation read last is never stored)
+ * stores nothing, and its filter prerequisites (the target's store_prereq)
+ * are dropped from its prerequisites until the sources are read again
+ * (EddyStorePrereqsUpdate): the routing may then send the tuple to the join
+ * first, as its scores say (TPC-H Q16: partsupp, read last, went first to
+ * NOT (hashed SubPlan), which passes every row, and then to the join with
+ * part, which drops 86% of them).  Whatever the join makes from it is
+ * stored elsewhere only through a direction whose own prerequisites still
+ * hold, so no STAIR stores a row its relation's filters would drop where
+ * the constraint held before.
  */
 static void
 store_after_filters(EddyState *es)
@@ -397,10 +410,47 @@ store_after_filters(EddyState *es)
 				continue;		/* not one end relation */
 			x = pg_rightmost_one_pos32(need);
 			for (j = 0; j < es->nmodules; j++)
-				if (j != i && EddyModuleFiltersSource(es->modules[j], x))
+				if (j != i && EddyModuleFiltersSource(es->modules[j], x) &&
+					(m->target[d].prereq & (UINT64CONST(1) << j)) == 0)
+				{
 					m->target[d].prereq |= UINT64CONST(1) << j;
+					m->target[d].store_prereq |= UINT64CONST(1) << j;
+				}
 		}
 	}
+}
+
+/*
+ * Each target's filter prerequisites (store_after_filters) held where it
+ * may store a tuple and dropped where it only probes, after es->exhausted
+ * changed for good: a source ran out (EddySourceExhausted), or the sources
+ * are read again (a rescan, a spilled eddy's next batch).  A new routing
+ * epoch where anything changed.
+ */
+void
+EddyStorePrereqsUpdate(EddyState *es)
+{
+	bool		changed = false;
+	int			k;
+
+	for (k = 0; k < es->ntargets; k++)
+	{
+		EddyRouteTarget *t = &es->targets[k];
+		EddyModule *m;
+		uint64		want;
+
+		if (t->store_prereq == 0)
+			continue;
+		m = es->modules[t->module];
+		want = m->state->probe_only(es, m, t->dir) ? 0 : t->store_prereq;
+		if ((t->prereq & t->store_prereq) != want)
+		{
+			t->prereq = (t->prereq & ~t->store_prereq) | want;
+			changed = true;
+		}
+	}
+	if (changed)
+		EddyRouterTargetsChanged(&es->router);
 }
 
 /* The modules, in plan order, and their routing targets */
@@ -906,6 +956,7 @@ eddy_rescan(CustomScanState *node)
 			m->methods->rescan(es, m);
 	}
 	EddyMigrationRescan(es);
+	EddyStorePrereqsUpdate(es);	/* every source is to be read again */
 	if (!es->chain)
 	{
 		EddyArenaReset(&es->transient);

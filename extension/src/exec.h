@@ -34,6 +34,7 @@ extern uint64 *EddySelectionsAlone(EddyState *es);
 
 /* source.c */
 extern void EddySourceExhausted(EddyState *es, int i);
+extern void EddyStorePrereqsUpdate(EddyState *es);
 extern TupleDesc EddySourceTupleDesc(EddyState *es, int i);
 
 /*

@@ -994,6 +994,20 @@ EddyRouterSetPolicy(EddyRouter *router, EddyRoutingPolicy policy)
 }
 
 /*
+ * The executor changed which signatures a target may take (its
+ * prerequisites, exec.c): a new epoch, so that every entry is chosen again,
+ * with the scores of the last recomputation.  Before the first computation
+ * nothing is chosen yet; a chain (a selection eddy) has no such targets.
+ */
+void
+EddyRouterTargetsChanged(EddyRouter *router)
+{
+	Assert(router->chain_len < 0);
+	if (router->epoch > 0)
+		next_epoch(router);
+}
+
+/*
  * Each target's own sampling (header, Costs): EDDY_TARGET_SAMPLES timed
  * visits per EDDY_TARGET_SAMPLE_PERIOD routed tuples at the rate of its
  * visits since the last setting, whatever eddy.reopt_frequency is (per

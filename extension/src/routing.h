@@ -90,6 +90,10 @@ typedef struct EddyModuleStats
  * needs the sources its predicate reads; a join direction needs its end's
  * source and allows only its side of the tree (a tuple goes to a join only
  * if it spans the join's relation on one side and nothing of the other).
+ * store_prereq is the part of prereq that holds only while routing there
+ * may store the tuple (exec.c, "Storing has a price"): the executor drops
+ * it from prereq when the direction only probes, and puts it back when the
+ * sources are read again.
  */
 typedef struct EddyRouteTarget
 {
@@ -98,6 +102,7 @@ typedef struct EddyRouteTarget
 	uint32		need;
 	uint32		allow;
 	uint64		prereq;
+	uint64		store_prereq;	/* in prereq while the target may store */
 	uint32		far;			/* a join: the sources beyond it (0: a selection) */
 	int			far_rel;		/* a join: the source at its other end */
 	EddyModuleStats *stats;		/* the module's statistics for dir */
@@ -316,6 +321,7 @@ extern int	EddyRouteFilterInstead(EddyRouter *router, uint32 spans, uint64 done,
 								   int except);
 extern void EddyRouterReoptimize(EddyRouter *router);
 extern void EddyRouterSetPolicy(EddyRouter *router, EddyRoutingPolicy policy);
+extern void EddyRouterTargetsChanged(EddyRouter *router);
 extern void EddyRouterOpenRun(EddyRouter *router, int lane, int target);
 extern void EddyRouterCloseRuns(EddyRouter *router);
 extern uint64 EddyRouterFirst(EddyRouter *router, int target);

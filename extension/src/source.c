@@ -110,6 +110,7 @@ EddySourceExhausted(EddyState *es, int i)
 	src->exhausted_rank = ++es->nexhausted;
 	es->exhausted |= 1u << i;
 	data_priors(es);
+	EddyStorePrereqsUpdate(es);
 	es->check_end = true;
 	if (unlikely(es->holding))
 		EddyScheduleCheckHold(es);

@@ -783,6 +783,7 @@ EddySpillNextBatch(EddyState *es)
 		es->sources[i].exhausted = false;
 		es->sources[i].exhausted_rank = 0;
 	}
+	EddyStorePrereqsUpdate(es);
 
 	/*
 	 * Replay the rows from the state: their results were returned.  As in
