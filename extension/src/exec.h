@@ -28,13 +28,13 @@
 
 /* exec.c */
 extern void EddyExecInit(void);
+extern void EddyStorePrereqsUpdate(EddyState *es);
 /* replay.c */
 extern void EddyReplay(EddyState *es, EddyTuple *t);
 extern uint64 *EddySelectionsAlone(EddyState *es);
 
 /* source.c */
 extern void EddySourceExhausted(EddyState *es, int i);
-extern void EddyStorePrereqsUpdate(EddyState *es);
 extern TupleDesc EddySourceTupleDesc(EddyState *es, int i);
 
 /*
