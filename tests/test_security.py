@@ -245,15 +245,22 @@ def test_same_errors_as_non_superuser(sec):
 
 
 def test_eddy_settings_are_per_session_only(sec):
-    """Every eddy.* setting is PGC_USERSET; the user may set each to its
-    extreme values for its own session, which changes nothing in another
-    session, and cannot change them for others: ALTER SYSTEM, ALTER ROLE of
-    another role and ALTER DATABASE are refused."""
+    """Every eddy.* setting but the read-only eddy.clock is PGC_USERSET; the
+    user may set each to its extreme values for its own session, which
+    changes nothing in another session, and cannot change them for others:
+    ALTER SYSTEM, ALTER ROLE of another role and ALTER DATABASE are refused.
+    eddy.clock (which clock times the cost samples) nobody may set."""
     admin, user, _, role, user_dsn, admin_dsn = sec
     rows = admin.execute("SELECT name, context, min_val, max_val, vartype FROM pg_settings "
-                         "WHERE name LIKE 'eddy.%' ORDER BY name").fetchall()
+                         "WHERE name LIKE 'eddy.%' AND name <> 'eddy.clock' "
+                         "ORDER BY name").fetchall()
     assert {r[0] for r in rows} == EDDY_SETTINGS, "a new eddy.* setting: review its context"
     assert all(r[1] == "user" for r in rows), rows
+    assert sql_value(admin, "SELECT context FROM pg_settings WHERE name = 'eddy.clock'") == \
+        "internal"
+    for conn in (user, admin):
+        with pytest.raises(psycopg.errors.CantChangeRuntimeParam):
+            conn.execute("SET eddy.clock = 'clock_gettime'")
 
     # the user's own session, every setting at an extreme
     extremes = {"enabled": "off", "reopt_frequency": "1", "routing_policy": "random",

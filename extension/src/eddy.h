@@ -14,8 +14,8 @@
  * Hellerstein (VLDB 2004).
  *
  * Files, in layers that call downward (docs/architecture.md has the map):
- * init.c (module load), guc.c (settings), delay.c (the delay() SQL
- * function); the planner: planner.c (hooks and eligibility), plan_join.c
+ * init.c (module load), guc.c (settings), clock.c (the clock of cost
+ * sampling), delay.c (the delay() SQL function); the planner: planner.c (hooks and eligibility), plan_join.c
  * (the join driver and its gates) over join_graph.c, semijoin.c,
  * join_state.c and plan_parallel.c, then plan_build.c and plan.c
  * (CustomPath -> CustomScan; private.h: the custom_private layout) and
@@ -136,12 +136,27 @@ typedef enum EddyStateMode
 	EDDY_STATE_MODE_STEMS		/* base tuples only, TimeStamp on probes */
 } EddyStateMode;
 
-/* Monotonic clock in nanoseconds (cost sampling, delay()) */
+/*
+ * Monotonic clock in nanoseconds (cost sampling, delay(); clock.c).  Where
+ * the kernel keeps time with the TSC on x86-64, the TSC is read directly
+ * and scaled by eddy_tsc_ns, calibrated against CLOCK_MONOTONIC when the
+ * library loads; elsewhere (eddy_tsc_ns = 0) clock_gettime.  Only the
+ * difference of two readings in one process means anything.
+ */
+extern PGDLLIMPORT double eddy_tsc_ns;
+
+extern void EddyClockInit(void);
+extern const char *EddyClockName(void);
+
 static inline double
 eddy_now_ns(void)
 {
 	struct timespec ts;
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+	if (likely(eddy_tsc_ns > 0))
+		return (double) __builtin_ia32_rdtsc() * eddy_tsc_ns;
+#endif
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double) ts.tv_sec * 1e9 + (double) ts.tv_nsec;
 }

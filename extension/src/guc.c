@@ -38,6 +38,7 @@ int			eddy_migration = EDDY_MIGRATION_OFF;
 int			eddy_debug_migrate_every = 0;
 int			eddy_debug_spill_after = 0;
 int			eddy_state_mode = EDDY_STATE_MODE_STAIRS;
+static char *eddy_clock_name = NULL;
 
 static const struct config_enum_entry state_mode_options[] = {
 	{"stairs", EDDY_STATE_MODE_STAIRS, false},
@@ -460,6 +461,19 @@ EddyGucInit(void)
 							 NULL);
 
 	EddyScheduleGucInit();
+
+	/* read-only: what EddyClockInit, which _PG_init calls first, chose */
+	DefineCustomStringVariable("eddy.clock",
+							   "Shows the clock that times the eddy's cost samples.",
+							   "tsc: the CPU's time-stamp counter, read directly (x86-64 where the kernel's "
+							   "clocksource is tsc); clock_gettime: CLOCK_MONOTONIC.",
+							   &eddy_clock_name,
+							   EddyClockName(),
+							   PGC_INTERNAL,
+							   GUC_NOT_IN_SAMPLE | GUC_DISALLOW_IN_FILE,
+							   NULL,
+							   NULL,
+							   NULL);
 
 	MarkGUCPrefixReserved("eddy");
 }

@@ -23,6 +23,7 @@ void		_PG_init(void);
 void
 _PG_init(void)
 {
+	EddyClockInit();
 	EddyGucInit();
 	EddyExecInit();
 	EddyShjInit();
