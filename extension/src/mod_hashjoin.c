@@ -678,6 +678,7 @@ EddyHashJoinExplain(EddyState *es, EddyModule *m, List *context, bool useprefix,
 			ExplainPropertyUInteger("Matched", NULL, st->matched, xs);
 			ExplainPropertyUInteger("Promoted", NULL, st->promoted, xs);
 			ExplainPropertyUInteger("Demoted", NULL, st->demoted, xs);
+			ExplainPropertyUInteger("Hash Slots", NULL, st->nslots, xs);
 			ExplainCloseGroup("STAIR", NULL, true, xs);
 		}
 		ExplainCloseGroup("STAIRs", "STAIRs", false, xs);

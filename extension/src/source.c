@@ -100,6 +100,39 @@ data_priors(EddyState *es)
 	}
 }
 
+/*
+ * The far STAIRs of probe-only directions (module.h, EddyJoinFarStair)
+ * whose probers are still being read: whatever could insert into them is
+ * exhausted, and what remains is probes, so small ones are spread for
+ * probing (StairSpreadForProbes).  Asked again at every exhaustion;
+ * spreading a STAIR spread already changes nothing, and one that no source
+ * will probe any more is left alone.
+ */
+static void
+spread_final_stores(EddyState *es)
+{
+	int			k;
+
+	for (k = 0; k < es->nmodules; k++)
+	{
+		EddyModule *m = es->modules[k];
+		int			dir;
+
+		if (m->state == NULL || m->state->probe_only == NULL)
+			continue;
+		for (dir = 0; dir < m->ndirs; dir++)
+		{
+			uint32		far_side;
+			Stair	   *far = EddyJoinFarStair(m, dir, &far_side);
+
+			if (far != NULL &&
+				(m->state->spec(m)->side[dir] & ~es->exhausted) != 0 &&
+				m->state->probe_only(es, m, dir))
+				StairSpreadForProbes(far);
+		}
+	}
+}
+
 /* Source i has no more rows (for this participant, or at all) */
 void
 EddySourceExhausted(EddyState *es, int i)
@@ -111,6 +144,7 @@ EddySourceExhausted(EddyState *es, int i)
 	es->exhausted |= 1u << i;
 	data_priors(es);
 	EddyStorePrereqsUpdate(es);
+	spread_final_stores(es);
 	es->check_end = true;
 	if (unlikely(es->holding))
 		EddyScheduleCheckHold(es);

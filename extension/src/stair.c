@@ -38,6 +38,13 @@
 #define STAIR_FULL(used, n)	((uint64) (used) * 5 > (uint64) (n) * 4)
 
 /*
+ * StairSpreadForProbes: a STAIR left to probes gets at least this many slots
+ * per group, up to this many slots (64 kB of hashes).
+ */
+#define STAIR_SPREAD_SLOTS_PER_GROUP	8
+#define STAIR_SPREAD_MAX_SLOTS		16384
+
+/*
  * Set up hashing and equality for an equi-join on the given hashable
  * operators: key i compares side 0's value (the operator's left input) with
  * side 1's (its right input) by opnos[i], under collations[i].  Allocated
@@ -505,6 +512,35 @@ StairPresize(Stair *stair, double nentries)
 		return;
 	pfree(stair->chunk);
 	stair_new_slots(stair, n);
+}
+
+/*
+ * The STAIR takes no more insertions from the routing and is left to
+ * probes (the caller knows: the sources that fed it are exhausted): when it
+ * is small, spread its groups over STAIR_SPREAD_SLOTS_PER_GROUP slots each,
+ * so that a probe that finds nothing, most probes of a selective join,
+ * reads one slot and stops.  At the 4/5 load kept while a STAIR grows (or
+ * the 2/5 of 204 groups in the initial 512 slots), such a probe reads a run
+ * of 2-13 slots of unpredictable length: TPC-H Q17 probes part's 204-row
+ * STAIR six million times, and the branch that ends that run was the
+ * hottest code of the eddy's profile.  Small only (up to
+ * STAIR_SPREAD_MAX_SLOTS): the hashes of a larger STAIR would leave the
+ * caches, and its probes would pay in misses what they save in branches.
+ * Never shrinks the arrays; insertions (state migration) still work.  Not
+ * during an iteration.
+ */
+void
+StairSpreadForProbes(Stair *stair)
+{
+	uint32		n = stair->nslots;
+
+	if (stair->npending > 0)
+		stair_flush(stair);
+	while ((uint64) stair->ngroups * STAIR_SPREAD_SLOTS_PER_GROUP > n &&
+		   n < STAIR_SPREAD_MAX_SLOTS)
+		n *= 2;
+	if (n > stair->nslots)
+		stair_rehash(stair, n);
 }
 
 /*
