@@ -1,7 +1,8 @@
 """A STAIR left to probes is spread (stair.c, StairSpreadForProbes): once
 the sources that fed it are exhausted, a small STAIR gets eight slots per
 hash group, up to 16,384 slots, so that a probe which finds nothing reads
-one slot (TPC-H Q17: part's 204-row STAIR probed six million times).
+one slot (TPC-H Q17: part's 204-row STAIR probed six million times), as
+far as eddy.max_memory leaves room.
 Read from EXPLAIN ANALYZE's "Hash Slots" per STAIR (JSON), never from
 time; every answer is PostgreSQL's."""
 
@@ -68,4 +69,15 @@ def test_interleaved_sources_spread_when_the_build_side_ends(sp):
     st = stairs_of(eddy)
     assert st["d.id"]["Inserted"] == 200 and st["d.id"]["Hash Slots"] == 2048, st
     assert 0 < st["f.k"]["Inserted"] < FACT_ROWS / 2, st
+    assert multiset(sp.execute(q).fetchall()) == want
+
+
+def test_no_spreading_past_max_memory(sp):
+    """The slots a spread adds count against eddy.max_memory: with no room
+    left, the STAIR keeps its slots (and the eddy does not spill for it)."""
+    q = query("d.c = 0")
+    want = vanilla_multiset(sp, q)
+    eddy = explain_eddy(sp, q, source_schedule="build", max_memory="64kB")
+    st = stairs_of(eddy)
+    assert st["d.id"]["Inserted"] == 200 and st["d.id"]["Hash Slots"] == 512, st
     assert multiset(sp.execute(q).fetchall()) == want

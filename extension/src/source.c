@@ -104,9 +104,9 @@ data_priors(EddyState *es)
  * The far STAIRs of probe-only directions (module.h, EddyJoinFarStair)
  * whose probers are still being read: whatever could insert into them is
  * exhausted, and what remains is probes, so small ones are spread for
- * probing (StairSpreadForProbes).  Asked again at every exhaustion;
- * spreading a STAIR spread already changes nothing, and one that no source
- * will probe any more is left alone.
+ * probing (StairSpreadForProbes), as far as eddy.max_memory leaves room.
+ * Asked again at every exhaustion: spreading a STAIR spread already changes
+ * nothing, and one that no source will probe any more is left alone.
  */
 static void
 spread_final_stores(EddyState *es)
@@ -128,7 +128,13 @@ spread_final_stores(EddyState *es)
 			if (far != NULL &&
 				(m->state->spec(m)->side[dir] & ~es->exhausted) != 0 &&
 				m->state->probe_only(es, m, dir))
-				StairSpreadForProbes(far);
+			{
+				Size		used = EddyStateMemory(es);
+
+				/* within eddy.max_memory: spreading must not make it spill */
+				StairSpreadForProbes(far, used < es->max_memory ?
+									 es->max_memory - used : 0);
+			}
 		}
 	}
 }

@@ -526,18 +526,21 @@ StairPresize(Stair *stair, double nentries)
  * hottest code of the eddy's profile.  Small only (up to
  * STAIR_SPREAD_MAX_SLOTS): the hashes of a larger STAIR would leave the
  * caches, and its probes would pay in misses what they save in branches.
- * Never shrinks the arrays; insertions (state migration) still work.  Not
+ * Never shrinks the arrays, and adds at most budget bytes to them (the
+ * caller's memory limit); insertions (state migration) still work.  Not
  * during an iteration.
  */
 void
-StairSpreadForProbes(Stair *stair)
+StairSpreadForProbes(Stair *stair, Size budget)
 {
 	uint32		n = stair->nslots;
+	Size		slot_bytes = sizeof(uint32) + sizeof(StairEntry *);
 
 	if (stair->npending > 0)
 		stair_flush(stair);
 	while ((uint64) stair->ngroups * STAIR_SPREAD_SLOTS_PER_GROUP > n &&
-		   n < STAIR_SPREAD_MAX_SLOTS)
+		   n < STAIR_SPREAD_MAX_SLOTS &&
+		   (Size) (2 * n - stair->nslots) * slot_bytes <= budget)
 		n *= 2;
 	if (n > stair->nslots)
 		stair_rehash(stair, n);

@@ -281,7 +281,7 @@ extern bool StairContains(Stair *stair, uint32 hash, Datum *values);
 extern void StairReset(Stair *stair);
 extern void StairClear(Stair *stair);
 extern void StairPresize(Stair *stair, double nentries);
-extern void StairSpreadForProbes(Stair *stair);
+extern void StairSpreadForProbes(Stair *stair, Size budget);
 extern void StairSetUnique(Stair *stair);
 extern void StairIterBegin(StairIterator *it, Stair *stair);
 extern void *StairIterNext(StairIterator *it, uint32 *hash, Datum **keys);
