@@ -78,4 +78,9 @@ SET eddy.no_such_setting = on;
 
 -- every setting is listed with a description
 SELECT name, setting, context, vartype
-FROM pg_settings WHERE name LIKE 'eddy.%' ORDER BY name;
+FROM pg_settings WHERE name LIKE 'eddy.%' AND name <> 'eddy.clock' ORDER BY name;
+-- but the read-only clock, whose value is the machine's
+SELECT name, context, vartype,
+       setting = 'clock_gettime' OR setting ~ '^tsc, [0-9]+\.[0-9] MHz$' AS known
+FROM pg_settings WHERE name = 'eddy.clock';
+SET eddy.clock = 'clock_gettime';
