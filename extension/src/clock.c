@@ -29,11 +29,10 @@
  * two intervals is the scale.  An instant is a CLOCK_MONOTONIC reading
  * bracketed by two TSC readings, the tightest bracket of a few tries: a
  * preemption or an interrupt between a pair of readings would otherwise
- * skew the scale by its length (a first version without brackets, over
- * 200 us, made delay() wait 1.4-1.6x too long on a loaded machine).  The
- * scale is measured twice and believed only when the two agree within
- * EDDY_CLOCK_AGREEMENT and the rate is plausible (0.1-10 GHz), else after
- * three attempts clock_gettime is kept.  About 1 ms in all, once.
+ * skew the scale by its length.  The scale is measured twice and believed
+ * only when the two agree within EDDY_CLOCK_AGREEMENT and the rate is
+ * plausible (0.1-10 GHz), else after three attempts clock_gettime is kept.
+ * About half a millisecond, once.
  *
  * The TSC is read with RDTSC, which is not ordered with the instructions
  * around it: a reading may move by a few cycles against the work it
